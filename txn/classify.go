@@ -1,0 +1,65 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/IBM/sarama"
+)
+
+type action int
+
+const (
+	actionAbort    action = iota // abort the transaction, keep the producer
+	actionRecreate               // close the producer and create a new one
+	actionStop                   // fenced: stop the instance
+)
+
+// classify is the one place that decides what a failed transaction needs.
+func classify(prod sarama.AsyncProducer, err error) action {
+	if isFenced(err) {
+		return actionStop
+	}
+	if isIndefinite(err) {
+		return actionRecreate
+	}
+	status := prod.TxnStatus()
+	switch {
+	case status&sarama.ProducerTxnFlagFatalError != 0:
+		return actionRecreate
+	case status&sarama.ProducerTxnFlagInTransaction != 0,
+		status&sarama.ProducerTxnFlagAbortableError != 0:
+		return actionAbort
+	default:
+		// Not in a transaction and not in error: nothing to abort, and
+		// nothing proves the producer is sound.
+		return actionRecreate
+	}
+}
+
+// isFenced reports whether err says another instance owns the
+// transactional ID. A stale group generation (KIP-447) is not fencing of
+// the instance: sarama reports it as abortable, and the rewind rejoins.
+func isFenced(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) ||
+		errors.Is(err, sarama.ErrInvalidProducerEpoch) ||
+		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed)
+}
+
+// isIndefinite reports errors after which the outcome of an in-flight request
+// is unknown: a timeout, a network error, a sequence gap. The producer must be
+// recreated (Jepsen's Kafka analysis: a delayed request of the old epoch can
+// otherwise land in a later transaction).
+func isIndefinite(err error) bool {
+	var nerr net.Error
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) ||
+		errors.As(err, &nerr) ||
+		errors.Is(err, sarama.ErrOutOfOrderSequenceNumber) ||
+		errors.Is(err, sarama.ErrRequestTimedOut) ||
+		errors.Is(err, sarama.ErrOutOfBrokers) ||
+		errors.Is(err, sarama.ErrNotConnected) ||
+		errors.Is(err, sarama.ErrUnknownProducerID) ||
+		errors.Is(err, sarama.ErrTxnUnableToParseResponse)
+}

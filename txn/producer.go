@@ -1,0 +1,219 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Sentinel errors of Commit.
+var (
+	// ErrFenced means another producer with the same transactional ID (or a
+	// newer consumer group generation) took over. The instance must stop.
+	ErrFenced = errors.New("txn: fenced: another instance with the same transactional ID took over")
+	// ErrEmptyBatch means Commit was called without a record.
+	ErrEmptyBatch = errors.New("txn: a transaction needs at least one record")
+	// ErrClosed means Commit was called after Close.
+	ErrClosed = errors.New("txn: producer closed")
+)
+
+// Batch is one transaction: records in the order they must be written, then
+// the input offsets to commit with the group's metadata.
+type Batch struct {
+	Records []*sarama.ProducerMessage
+	// Offsets to commit, by topic: the next offset to consume and its metadata.
+	Offsets map[string][]*sarama.PartitionOffsetMetadata
+	Group   *sarama.ConsumerGroupMetadata
+}
+
+// Failure is returned by Commit when a transaction did not commit and the
+// producer was repaired: Recreated tells whether a new producer replaced the
+// old one. Nothing of the batch is visible to read_committed readers; the
+// caller rewinds to the committed offsets.
+type Failure struct {
+	Err       error
+	Recreated bool
+}
+
+func (f *Failure) Error() string {
+	if f.Recreated {
+		return fmt.Sprintf("txn: transaction failed, producer recreated: %v", f.Err)
+	}
+	return fmt.Sprintf("txn: transaction aborted: %v", f.Err)
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Factory creates a transactional producer. New calls it once, and again for
+// every recreation.
+type Factory func() (sarama.AsyncProducer, error)
+
+// Producer is the pipeline's transactional producer. It is not safe for
+// concurrent use.
+type Producer struct {
+	newProducer Factory
+	log         *slog.Logger
+	metrics     *Metrics
+
+	mu     sync.Mutex // mu guards p and closed against a concurrent Close
+	p      sarama.AsyncProducer
+	closed bool
+}
+
+// New creates the producer (sarama runs InitProducerId here, which also
+// completes or aborts a transaction the previous owner of the transactional
+// ID left open).
+func New(f Factory, log *slog.Logger, m *Metrics) (*Producer, error) {
+	p, err := f()
+	if err != nil {
+		return nil, classifyStart(err)
+	}
+	return &Producer{newProducer: f, log: log, metrics: m, p: p}, nil
+}
+
+// classifyStart turns a failed producer creation into ErrFenced when the
+// broker says another instance owns the ID.
+func classifyStart(err error) error {
+	if isFenced(err) {
+		return fmt.Errorf("%w: %v", ErrFenced, err)
+	}
+	return fmt.Errorf("txn: create transactional producer: %w", err)
+}
+
+// Commit writes b as one transaction. It returns nil when the transaction
+// committed, an error wrapping ErrFenced when the instance must stop, and a
+// *Failure otherwise (the transaction is not visible; the producer is usable
+// again).
+func (p *Producer) Commit(ctx context.Context, b Batch) error {
+	if len(b.Records) == 0 {
+		return ErrEmptyBatch
+	}
+	p.mu.Lock()
+	prod, closed := p.p, p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	start := time.Now()
+	err := write(ctx, prod, b)
+	if err == nil {
+		p.metrics.observe(resultCommitted, time.Since(start))
+		return nil
+	}
+	return p.recover(prod, err, start)
+}
+
+// write runs one transaction on prod.
+func write(ctx context.Context, prod sarama.AsyncProducer, b Batch) error {
+	if err := prod.BeginTxn(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := send(ctx, prod, b.Records); err != nil {
+		return err
+	}
+	if len(b.Offsets) > 0 {
+		if err := prod.AddOffsetsToTxnWithGroupMetadata(b.Offsets, b.Group); err != nil {
+			return fmt.Errorf("add offsets: %w", err)
+		}
+	}
+	if err := prod.CommitTxn(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// send writes records in order and waits until each is acknowledged or failed.
+func send(ctx context.Context, prod sarama.AsyncProducer, records []*sarama.ProducerMessage) error {
+	results := make(chan error, 1)
+	go func() {
+		var first error
+		for range records {
+			select {
+			case <-prod.Successes():
+			case perr, ok := <-prod.Errors():
+				if ok && first == nil {
+					first = perr.Err
+				}
+			}
+		}
+		results <- first
+	}()
+	for _, m := range records {
+		prod.Input() <- m
+	}
+	select {
+	case err := <-results:
+		if err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		// The producer keeps delivering; the acknowledgements are drained by
+		// the goroutine above before recreation closes the producer.
+		return fmt.Errorf("produce: %w", ctx.Err())
+	}
+}
+
+// recover decides what a failed transaction needs: abort, recreate, or stop.
+func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time) error {
+	switch classify(prod, err) {
+	case actionStop:
+		p.metrics.observe(resultFenced, time.Since(start))
+		return fmt.Errorf("%w: %v", ErrFenced, err)
+	case actionAbort:
+		aerr := prod.AbortTxn()
+		if aerr == nil {
+			p.metrics.observe(resultAborted, time.Since(start))
+			p.log.Warn("transaction aborted; rewinding to the committed offsets", "err", err)
+			return &Failure{Err: err}
+		}
+		if isFenced(aerr) {
+			p.metrics.observe(resultFenced, time.Since(start))
+			return fmt.Errorf("%w: %v", ErrFenced, aerr)
+		}
+		err = fmt.Errorf("%w (abort failed: %v)", err, aerr)
+	}
+	p.metrics.observe(resultFailed, time.Since(start))
+	if rerr := p.recreate(prod); rerr != nil {
+		return rerr
+	}
+	p.log.Warn("transaction failed; producer recreated with a new epoch, rewinding to the committed offsets", "err", err)
+	return &Failure{Err: err, Recreated: true}
+}
+
+// recreate closes prod and creates a new producer (InitProducerId bumps the
+// epoch, so a delayed request of the old one cannot land in a later
+// transaction).
+func (p *Producer) recreate(prod sarama.AsyncProducer) error {
+	_ = prod.Close()
+	next, err := p.newProducer()
+	if err != nil {
+		return classifyStart(err)
+	}
+	p.metrics.recreations.Inc()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = next.Close()
+		return ErrClosed
+	}
+	p.p = next
+	return nil
+}
+
+// Close aborts nothing (an open transaction times out or is aborted by the
+// next owner's InitProducerId) and closes the producer. Safe to call twice.
+func (p *Producer) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	return p.p.Close()
+}
