@@ -1,0 +1,45 @@
+package dedupe
+
+import "errors"
+
+// Environment variables that configure the cache. cmd/sidecar reads them
+// (through the env tags on Config); this package never reads the environment.
+const (
+	EnvMaxSealedPhases = "PHASEGATE_DEDUPE_PHASES"
+	EnvMaxIdentities   = "PHASEGATE_DEDUPE_IDS"
+)
+
+// Defaults of Config, also written in its envDefault tags.
+const (
+	DefaultMaxSealedPhases = 64
+	DefaultMaxIdentities   = 1 << 20
+)
+
+// Config bounds a Cache. The zero value is invalid: start from DefaultConfig
+// or let cmd/sidecar fill it from the environment.
+type Config struct {
+	// MaxSealedPhases is how many sealed phases are kept for late-retry
+	// detection; the least recently used one goes first. At least 1.
+	MaxSealedPhases int `env:"PHASEGATE_DEDUPE_PHASES" envDefault:"64"`
+	// MaxIdentities bounds the identities held over all phases, open and
+	// sealed. At least 1. Open phases may exceed it (see ErrFull).
+	MaxIdentities int `env:"PHASEGATE_DEDUPE_IDS" envDefault:"1048576"`
+}
+
+// DefaultConfig returns the configuration used when no variable is set.
+func DefaultConfig() Config {
+	return Config{MaxSealedPhases: DefaultMaxSealedPhases, MaxIdentities: DefaultMaxIdentities}
+}
+
+// Validate reports every field out of range as a *ConfigError naming its
+// environment variable, joined with errors.Join when there are several.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxSealedPhases < 1 {
+		errs = append(errs, &ConfigError{Var: EnvMaxSealedPhases, Value: c.MaxSealedPhases, Reason: "must be at least 1"})
+	}
+	if c.MaxIdentities < 1 {
+		errs = append(errs, &ConfigError{Var: EnvMaxIdentities, Value: c.MaxIdentities, Reason: "must be at least 1"})
+	}
+	return errors.Join(errs...)
+}
