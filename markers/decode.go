@@ -1,0 +1,224 @@
+package markers
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// Fields of a marker value; bits of the set decodeMarker has seen.
+const (
+	fieldV uint8 = 1 << iota
+	fieldPhase
+	fieldPartition
+	fieldCount
+	fieldSources
+	fieldWatermark
+	fieldSealedBy
+	fieldEmitter
+
+	fieldsInput  = fieldV | fieldPhase | fieldPartition
+	fieldsOutput = fieldsInput | fieldCount | fieldSources | fieldWatermark | fieldSealedBy | fieldEmitter
+)
+
+var fieldNames = [...]string{"v", "phase", "partition", "count", "sources", "watermark_ms", "sealed_by", "emitter"}
+
+// DecodeMarker decodes a marker value as phasegate reads input markers
+// (MARKERS.md sections 3 and 3.1). The value must be one JSON object with
+// "v" equal to 1, "phase" (uint64) and "partition" (int32 >= 0). "count"
+// (int64 >= 0) is optional. The output-only fields are checked when present:
+// "sources" an object of Kafka topic names to counts >= 0 that add up to
+// "count", "watermark_ms" an int64, "sealed_by" one of the four values,
+// "emitter" a string. Unknown fields are ignored. Field names match exactly
+// (JSON is case-sensitive, whatever encoding/json does by default); a known
+// field given twice, a number written with a fraction or exponent, and
+// null in place of a value are malformed. Every error is a
+// *MalformedError. Safe for concurrent use.
+func DecodeMarker(value []byte) (Marker, error) {
+	return decodeMarker(value, fieldsInput, false)
+}
+
+// DecodeOutputMarker is DecodeMarker for markers phasegate wrote: "count",
+// "sources", "watermark_ms", "sealed_by" and "emitter" are required too,
+// and "emitter" must not be empty. On success HasCount is true and Sources
+// is non-nil.
+func DecodeOutputMarker(value []byte) (Marker, error) {
+	return decodeMarker(value, fieldsOutput, true)
+}
+
+func decodeMarker(value []byte, required uint8, output bool) (Marker, error) {
+	var m Marker
+	if !json.Valid(value) {
+		return m, malformed("", "not valid JSON")
+	}
+	var seen uint8
+	err := walkObject(value, func(key string, raw []byte) *MalformedError {
+		bit := fieldBit(key)
+		if bit == 0 {
+			return nil // MARKERS.md section 3: unknown fields are ignored
+		}
+		if seen&bit != 0 {
+			return malformed(key, "given twice")
+		}
+		seen |= bit
+		return m.setField(bit, key, raw)
+	})
+	if err != nil {
+		return Marker{}, err
+	}
+	for i, name := range fieldNames {
+		if required&^seen&(1<<i) != 0 {
+			return Marker{}, malformed(name, "is required")
+		}
+	}
+	if err := m.validate(output); err != nil {
+		return Marker{}, err
+	}
+	return m, nil
+}
+
+func fieldBit(key string) uint8 {
+	for i, name := range fieldNames {
+		if key == name {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+func (m *Marker) setField(bit uint8, key string, raw []byte) *MalformedError {
+	var err *MalformedError
+	switch bit {
+	case fieldV:
+		var v uint64
+		if v, err = jsonUint(key, raw, 64); err == nil && v != Version {
+			err = malformed(key, "version "+string(raw)+" is not 1")
+		}
+	case fieldPhase:
+		m.Phase, err = jsonUint(key, raw, 64)
+	case fieldPartition:
+		var p uint64
+		p, err = jsonUint(key, raw, 31)
+		m.Partition = int32(p)
+	case fieldCount:
+		var c uint64
+		c, err = jsonUint(key, raw, 63)
+		m.Count, m.HasCount = int64(c), true
+	case fieldWatermark:
+		m.WatermarkMs, err = jsonInt(key, raw)
+	case fieldSealedBy:
+		var s string
+		s, err = jsonString(key, raw)
+		m.SealedBy = SealedBy(s)
+	case fieldEmitter:
+		m.Emitter, err = jsonString(key, raw)
+	case fieldSources:
+		m.Sources = make(map[string]int64)
+		err = walkObject(raw, func(topic string, n []byte) *MalformedError {
+			if _, dup := m.Sources[topic]; dup {
+				return malformed(key, "topic "+strconv.Quote(topic)+" given twice")
+			}
+			c, err := jsonUint(key, n, 63)
+			if err != nil {
+				err.Reason = "count of " + strconv.Quote(topic) + ": " + err.Reason
+				return err
+			}
+			m.Sources[topic] = int64(c)
+			return nil
+		})
+	}
+	return err
+}
+
+// walkObject calls fn for each member of the JSON object raw, in order,
+// with the member's unescaped name and raw value. raw must be valid JSON.
+func walkObject(raw []byte, fn func(key string, value []byte) *MalformedError) *MalformedError {
+	if len(raw) == 0 || raw[0] != '{' {
+		return malformed("", "not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // '{'
+		return malformed("", err.Error())
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return malformed("", err.Error())
+		}
+		key, _ := tok.(string) // inside an object a token here is always a name
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return malformed(key, err.Error())
+		}
+		if err := fn(key, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindOf names the JSON type of a raw value for error messages.
+func kindOf(raw []byte) string {
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// jsonUint parses a JSON integer in [0, 2^bitSize).
+func jsonUint(key string, raw []byte, bitSize int) (uint64, *MalformedError) {
+	if err := checkInteger(key, raw); err != nil {
+		return 0, err
+	}
+	if raw[0] == '-' {
+		return 0, malformed(key, "must not be negative")
+	}
+	n, err := strconv.ParseUint(string(raw), 10, bitSize)
+	if err != nil {
+		return 0, malformed(key, string(raw)+" is out of range")
+	}
+	return n, nil
+}
+
+// jsonInt parses a JSON integer that fits an int64.
+func jsonInt(key string, raw []byte) (int64, *MalformedError) {
+	if err := checkInteger(key, raw); err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return 0, malformed(key, string(raw)+" is out of range")
+	}
+	return n, nil
+}
+
+// checkInteger accepts a JSON number without fraction or exponent.
+func checkInteger(key string, raw []byte) *MalformedError {
+	if k := kindOf(raw); k != "a number" {
+		return malformed(key, "must be an integer, not "+k)
+	}
+	if bytes.ContainsAny(raw, ".eE") {
+		return malformed(key, "must be an integer, not "+string(raw))
+	}
+	return nil
+}
+
+func jsonString(key string, raw []byte) (string, *MalformedError) {
+	if raw[0] != '"' {
+		return "", malformed(key, "must be a string, not "+kindOf(raw))
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", malformed(key, err.Error())
+	}
+	return s, nil
+}
