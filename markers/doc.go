@@ -23,7 +23,7 @@
 //   - Unknown JSON fields of a marker and unknown phasegate.* headers are
 //     ignored; known ones given twice are errors.
 //   - The per-record functions (ParsePhase, PhaseOf, Meta.Observe,
-//     Meta.Check, Inspect, AppendIdentity, AppendSource, Murmur2) do not
+//     Meta.Check, Inspect, AppendIdentity, AppendSource) do not
 //     allocate, on success or error: their errors are the package's
 //     sentinels, compared with errors.Is. Benchmarks in bench_test.go hold
 //     them to it.
@@ -32,6 +32,9 @@
 //   - A Reader reports every broken rule of MARKERS.md section 3.2 on its
 //     partition and returns a phase only when its marker was read; it
 //     never returns data whose marker it did not see.
+//
+// Routing (MARKERS.md section 4) lives in proxy and the input-marker rules
+// of section 3.1 in dedupe and proxy, which own the state they need.
 //
 // Everything here is safe for concurrent use except a Meta and a Reader,
 // which belong to one goroutine each.

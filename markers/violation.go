@@ -127,3 +127,5 @@ func joinViolations(vs []*Violation) error {
 	}
 	return errors.Join(errs...)
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
