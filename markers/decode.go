@@ -52,7 +52,7 @@ func decodeMarker(value []byte, required uint8, output bool) (Marker, error) {
 		return m, malformed("", "not valid JSON")
 	}
 	var seen uint8
-	err := walkObject(value, func(key string, raw []byte) *MalformedError {
+	err := walkObject("", value, func(key string, raw []byte) *MalformedError {
 		bit := fieldBit(key)
 		if bit == 0 {
 			return nil // MARKERS.md section 3: unknown fields are ignored
@@ -114,7 +114,7 @@ func (m *Marker) setField(bit uint8, key string, raw []byte) *MalformedError {
 		m.Emitter, err = jsonString(key, raw)
 	case fieldSources:
 		m.Sources = make(map[string]int64)
-		err = walkObject(raw, func(topic string, n []byte) *MalformedError {
+		err = walkObject(key, raw, func(topic string, n []byte) *MalformedError {
 			if _, dup := m.Sources[topic]; dup {
 				return malformed(key, "topic "+strconv.Quote(topic)+" given twice")
 			}
@@ -130,27 +130,29 @@ func (m *Marker) setField(bit uint8, key string, raw []byte) *MalformedError {
 	return err
 }
 
-// walkObject calls fn for each member of the JSON object raw, in order,
-// with the member's unescaped name and raw value. raw must be valid JSON.
-func walkObject(raw []byte, fn func(key string, value []byte) *MalformedError) *MalformedError {
-	if len(raw) == 0 || raw[0] != '{' {
-		return malformed("", "not a JSON object")
+// walkObject calls fn for each member of the JSON object raw (the value of
+// field, "" for the whole marker), in order, with the member's unescaped
+// name and raw value, trimmed. raw must be valid JSON.
+func walkObject(field string, raw []byte, fn func(key string, value []byte) *MalformedError) *MalformedError {
+	raw = bytes.TrimSpace(raw)
+	if raw[0] != '{' {
+		return malformed(field, "must be a JSON object, not "+kindOf(raw))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // '{'
-		return malformed("", err.Error())
+		return malformed(field, err.Error())
 	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return malformed("", err.Error())
+			return malformed(field, err.Error())
 		}
 		key, _ := tok.(string) // inside an object a token here is always a name
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
 			return malformed(key, err.Error())
 		}
-		if err := fn(key, value); err != nil {
+		if err := fn(key, bytes.TrimSpace(value)); err != nil {
 			return err
 		}
 	}
