@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// commitMeta is what phasegate stores in the metadata of each committed input
+// offset, so a restart resumes exactly where the last transaction left off:
+//
+//		pg1;g=<global>;h=<consumed>;m=<marker>
+//
+//	  - g: the global watermark (first unsealed phase) after the transaction. A
+//	    sealed phase never reopens: the next owner starts its tracker at g.
+//	  - h: the partition's consumed position (next offset to read) when the
+//	    transaction committed. The committed offset is the first record still
+//	    buffered, so records in [offset, h) are read again after a restart;
+//	    those of a phase below g, malformed ones and markers were already
+//	    resolved (published, quarantined or dropped as duplicates) by a
+//	    committed transaction and are not resolved twice.
+//	  - m: the highest input marker phase seen on the partition, or "-" for
+//	    none, so repeated and stale markers stay recognisable across restarts.
+type commitMeta struct {
+	global    uint64
+	consumed  int64
+	marker    uint64
+	hasMarker bool
+}
+
+const commitMetaPrefix = "pg1;"
+
+// errForeignMeta means the committed offset's metadata was not written by
+// this version of phasegate.
+var errForeignMeta = errors.New("proxy: offset metadata not written by phasegate v1")
+
+func (m commitMeta) String() string {
+	marker := "-"
+	if m.hasMarker {
+		marker = strconv.FormatUint(m.marker, 10)
+	}
+	return fmt.Sprintf("%sg=%d;h=%d;m=%s", commitMetaPrefix, m.global, m.consumed, marker)
+}
+
+// parseCommitMeta parses metadata written by String. An empty string (a group
+// that phasegate never committed for) is errForeignMeta.
+func parseCommitMeta(s string) (commitMeta, error) {
+	rest, ok := strings.CutPrefix(s, commitMetaPrefix)
+	if !ok {
+		return commitMeta{}, errForeignMeta
+	}
+	var m commitMeta
+	seen := 0
+	for _, field := range strings.Split(rest, ";") {
+		k, v, ok := strings.Cut(field, "=")
+		if !ok {
+			return commitMeta{}, fmt.Errorf("proxy: offset metadata %q: field %q has no '='", s, field)
+		}
+		var err error
+		switch k {
+		case "g":
+			m.global, err = strconv.ParseUint(v, 10, 64)
+		case "h":
+			m.consumed, err = strconv.ParseInt(v, 10, 64)
+		case "m":
+			if v != "-" {
+				m.marker, err = strconv.ParseUint(v, 10, 64)
+				m.hasMarker = true
+			}
+		default:
+			continue // later versions may add fields
+		}
+		if err != nil {
+			return commitMeta{}, fmt.Errorf("proxy: offset metadata %q: field %s: %w", s, k, err)
+		}
+		seen++
+	}
+	if seen != 3 {
+		return commitMeta{}, fmt.Errorf("proxy: offset metadata %q: want fields g, h and m", s)
+	}
+	return m, nil
+}

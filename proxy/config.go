@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// Config is what the pipeline needs. cmd/sidecar fills it from the
+// environment; every error of Validate names the variable.
+type Config struct {
+	InputTopics     []string
+	OutputTopic     string
+	QuarantineTopic string
+	GroupID         string
+	TransactionalID string
+	Routing         Routing
+	Watermarks      watermarks.Config
+	Dedupe          dedupe.Config
+	// Tick is how often the pipeline re-evaluates idleness, timeouts and the
+	// watermark when no record arrives.
+	Tick time.Duration
+	// LagInterval is how often the consumers' lag behind the last stable
+	// offset is measured.
+	LagInterval time.Duration
+	// QuarantineDelay bounds how long a quarantined record waits for a seal
+	// before it is committed in a transaction of its own.
+	QuarantineDelay time.Duration
+}
+
+// Validate checks the values and their combinations.
+func (c Config) Validate() error {
+	if len(c.InputTopics) == 0 {
+		return fmt.Errorf("PHASEGATE_INPUT_TOPICS is empty: name at least one fork topic")
+	}
+	seen := map[string]bool{}
+	for _, t := range c.InputTopics {
+		if t == "" {
+			return fmt.Errorf("PHASEGATE_INPUT_TOPICS=%s: empty topic name", strings.Join(c.InputTopics, ","))
+		}
+		if seen[t] {
+			return fmt.Errorf("PHASEGATE_INPUT_TOPICS=%s: topic %q named twice", strings.Join(c.InputTopics, ","), t)
+		}
+		seen[t] = true
+	}
+	switch {
+	case c.OutputTopic == "":
+		return fmt.Errorf("PHASEGATE_OUTPUT_TOPIC is empty: name the aligned output topic")
+	case seen[c.OutputTopic]:
+		return fmt.Errorf("PHASEGATE_OUTPUT_TOPIC=%s is also an input topic: phasegate would read its own output", c.OutputTopic)
+	case c.QuarantineTopic == "" || c.QuarantineTopic == c.OutputTopic || seen[c.QuarantineTopic]:
+		return fmt.Errorf("PHASEGATE_QUARANTINE_TOPIC=%q must be a topic of its own, neither an input nor the output", c.QuarantineTopic)
+	case c.GroupID == "":
+		return fmt.Errorf("PHASEGATE_GROUP_ID is empty")
+	case c.TransactionalID == "":
+		return fmt.Errorf("PHASEGATE_TRANSACTIONAL_ID is empty")
+	case c.Tick <= 0 || c.LagInterval <= 0 || c.QuarantineDelay <= 0:
+		return fmt.Errorf("proxy: Tick, LagInterval and QuarantineDelay must be positive")
+	}
+	if err := c.Watermarks.Validate(); err != nil {
+		return err
+	}
+	return c.Dedupe.Validate()
+}

@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/phasegate/phasegate/txn"
+)
+
+// Kafka holds what the clients need beyond the pipeline's Config.
+type Kafka struct {
+	Brokers []string
+	// Base returns a fresh sarama configuration carrying the protocol
+	// version, client ID and security settings; Dial adds the rest.
+	Base func() *sarama.Config
+	// TransactionTimeout must stay below the group's session timeout.
+	TransactionTimeout time.Duration
+	SessionTimeout     time.Duration
+}
+
+// ProducerConfig is the transactional producer's configuration.
+func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
+	c := k.Base()
+	c.Producer.Idempotent = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Retry.Max = 10
+	c.Producer.Retry.Backoff = 100 * time.Millisecond
+	c.Producer.Return.Successes = true
+	c.Producer.Return.Errors = true
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Transaction.ID = transactionalID
+	c.Producer.Transaction.Timeout = k.TransactionTimeout
+	c.Producer.Transaction.Retry.Max = 50
+	c.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
+	c.Producer.Flush.Bytes = 1 << 20
+	c.Producer.Flush.Messages = 10000
+	c.Producer.Flush.Frequency = 5 * time.Millisecond
+	c.Producer.MaxMessageBytes = 8 << 20
+	c.Net.MaxOpenRequests = 1
+	return c
+}
+
+// ConsumerConfig is the consumer group's configuration: read_committed,
+// manual offsets (committed only by transactions), the single-owner
+// assignment.
+func (k Kafka) ConsumerConfig(start time.Time) *sarama.Config {
+	c := k.Base()
+	c.Consumer.IsolationLevel = sarama.ReadCommitted
+	c.Consumer.Offsets.AutoCommit.Enable = false
+	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	c.Consumer.Return.Errors = false
+	c.Consumer.Group.Session.Timeout = k.SessionTimeout
+	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
+	c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{singleOwner{}}
+	c.Consumer.Group.Member.UserData = memberUserData(start.UnixNano())
+	c.Consumer.Fetch.Default = 1 << 20
+	c.Consumer.MaxProcessingTime = time.Second
+	return c
+}
+
+// Dial connects a pipeline. The transactional producer comes first: its
+// InitProducerId completes or aborts what the previous owner of the
+// transactional ID left open, so the offsets the group fetches next are
+// stable (sarama never sets RequireStable on offset fetches).
+func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pcfg := k.ProducerConfig(cfg.TransactionalID)
+	prod, err := txn.New(func() (sarama.AsyncProducer, error) {
+		return sarama.NewAsyncProducer(k.Brokers, pcfg)
+	}, log, txn.NewMetrics(reg))
+	if err != nil {
+		return nil, err
+	}
+	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now()))
+	if err != nil {
+		_ = prod.Close()
+		return nil, fmt.Errorf("proxy: connect consumer: %w", err)
+	}
+	closeAll := func() { _ = prod.Close(); _ = client.Close() }
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("proxy: admin client: %w", err)
+	}
+	group, err := sarama.NewConsumerGroupFromClient(cfg.GroupID, client)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("proxy: consumer group %s: %w", cfg.GroupID, err)
+	}
+	p, err := New(cfg, Deps{
+		Client: client, Admin: admin, Group: group, Producer: prod, Logger: log,
+		Metrics: NewMetrics(reg, cfg.InputTopics),
+	})
+	if err != nil {
+		_ = group.Close()
+		closeAll()
+		return nil, err
+	}
+	p.closers = append(p.closers, client.Close)
+	return p, nil
+}

@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// tp names an input partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// partState is the pipeline's view of one claimed input partition.
+type partState struct {
+	tp
+	p   watermarks.P
+	key dedupe.PartitionKey
+	// next is the next offset to consume: the consumed position.
+	next int64
+	// replayBelow and resolvedBelow come from the committed offset's
+	// metadata: a record at an offset below replayBelow whose phase is
+	// below resolvedBelow (or that is malformed or a marker) was resolved
+	// by a committed transaction before this session started.
+	replayBelow   int64
+	resolvedBelow uint64
+	// counts holds, per phase, the data records read from this partition
+	// (proven duplicates not counted), to check an input marker's count.
+	counts map[uint64]int64
+	// lag measurement (see lag.go)
+	lag lagState
+	// paused mirrors the tracker's effective pause decision, as applied.
+	paused bool
+	// pausedSeen is the paused time already added to the metric.
+	pausedSeen time.Duration
+}
+
+// maxCountedPhases bounds counts: markers for phases older than the last
+// maxCountedPhases phases seen on a partition are not count-checked.
+const maxCountedPhases = 256
+
+// count records one data record of phase.
+func (ps *partState) count(phase uint64) {
+	ps.counts[phase]++
+	if len(ps.counts) <= maxCountedPhases {
+		return
+	}
+	lowest := phase
+	for ph := range ps.counts {
+		lowest = min(lowest, ph)
+	}
+	delete(ps.counts, lowest)
+}
+
+// settle forgets the counts of phases up to and including phase, after its
+// marker was checked.
+func (ps *partState) settle(phase uint64) {
+	for ph := range ps.counts {
+		if ph <= phase {
+			delete(ps.counts, ph)
+		}
+	}
+}

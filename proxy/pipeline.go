@@ -1,0 +1,236 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/phasegate/phasegate/txn"
+)
+
+// Deps are the Kafka clients a Pipeline drives. Dial builds them; tests may
+// build their own.
+type Deps struct {
+	Client   sarama.Client        // metadata, offsets and lag of the inputs
+	Admin    sarama.ClusterAdmin  // committed offsets and their metadata
+	Group    sarama.ConsumerGroup // membership, assignment, fetching
+	Producer *txn.Producer
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	Now      func() time.Time
+}
+
+// Pipeline is one phasegate instance's data path. Run drives it; Status and
+// Ready are safe for concurrent use.
+type Pipeline struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	metrics *Metrics
+	now     func() time.Time
+
+	outParts, quarParts int32
+
+	in     chan delivery // consumer group goroutines -> loop
+	events chan any      // session requests and lag reports -> loop
+
+	status   atomic.Pointer[Status]
+	stopping atomic.Bool
+	assigned atomic.Pointer[[]tp] // read by the lag poller
+
+	// The fields below are owned by the loop goroutine.
+	gen        *generation
+	genSeq     int64
+	committed  map[tp]committedPos
+	history    []SealStatus
+	lastStatus time.Time
+	lastSeal   time.Time
+	limiter    logLimiter
+
+	// closers run last in Run, after the group and the producer.
+	closers []func() error
+}
+
+// committedPos is the last offset and metadata this process committed for a
+// partition. It is newer than or equal to what an offset fetch returns.
+type committedPos struct {
+	offset int64
+	meta   string
+}
+
+// delivery is one record forwarded by a claim, tagged with its generation.
+type delivery struct {
+	gen int64
+	msg *sarama.ConsumerMessage
+}
+
+// New checks the output and quarantine topics and returns a pipeline ready
+// to Run.
+func New(cfg Config, d Deps) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	out, err := d.Client.Partitions(cfg.OutputTopic)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: output topic %s: %w (create it before starting phasegate)", cfg.OutputTopic, err)
+	}
+	quar, err := d.Client.Partitions(cfg.QuarantineTopic)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: quarantine topic %s: %w", cfg.QuarantineTopic, err)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	p := &Pipeline{
+		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: d.Now,
+		outParts:  int32(len(out)),
+		quarParts: int32(len(quar)),
+		in:        make(chan delivery, 1024),
+		events:    make(chan any),
+		committed: map[tp]committedPos{},
+		limiter:   logLimiter{every: 10 * time.Second, last: map[string]time.Time{}},
+	}
+	p.status.Store(&Status{})
+	return p, nil
+}
+
+// Run consumes until ctx ends or a fatal error (fencing, a lost group). On
+// ctx's end it shuts down in order: stop consuming (Ready fails from then
+// on), let the transaction in flight finish, leave the group, close the
+// producer. Records of open phases are not committed: the next owner reads
+// them again from the committed offsets. Run returns nil after a requested
+// shutdown.
+func (p *Pipeline) Run(ctx context.Context) error {
+	consumeCtx, stopConsume := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	consumeErr := make(chan error, 1)
+	consumeDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(consumeDone)
+		consumeErr <- p.consume(consumeCtx)
+	})
+	wg.Go(func() { p.pollLag(consumeCtx) })
+
+	err := p.loop(ctx, consumeDone)
+	p.stopping.Store(true)
+	stopConsume()
+	p.drain(consumeDone)
+	wg.Wait()
+	if cerr := <-consumeErr; err == nil && ctx.Err() == nil {
+		err = cerr
+	}
+	if cerr := p.deps.Group.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("proxy: leave group: %w", cerr)
+	}
+	if cerr := p.deps.Producer.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("proxy: close producer: %w", cerr)
+	}
+	for _, c := range p.closers {
+		_ = c()
+	}
+	return err
+}
+
+// consume keeps the instance in the consumer group until ctx ends. Each
+// Consume call is one session; a session ends on a rebalance or a rewind.
+func (p *Pipeline) consume(ctx context.Context) error {
+	h := &handler{p: p}
+	for {
+		err := p.deps.Group.Consume(ctx, p.cfg.InputTopics, h)
+		if ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
+			return nil
+		}
+		if err != nil {
+			p.log.Warn("consumer group session failed; rejoining", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// loop is the pipeline goroutine: it owns every piece of hot state.
+func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error {
+	tick := time.NewTicker(p.cfg.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-consumeDone:
+			return errors.New("proxy: the consumer group stopped; see the log lines before this one")
+		case d := <-p.in:
+			p.handle(d)
+			p.drainIn()
+		case ev := <-p.events:
+			p.event(ev)
+		case <-tick.C:
+		}
+		if err := p.step(); err != nil {
+			return err
+		}
+	}
+}
+
+// drainIn handles the records already waiting, up to a batch, so Advance
+// runs once per batch rather than once per record.
+func (p *Pipeline) drainIn() {
+	for range 4096 {
+		select {
+		case d := <-p.in:
+			p.handle(d)
+		default:
+			return
+		}
+	}
+}
+
+// drain answers session requests and drops records until the consumer
+// group goroutine has exited.
+func (p *Pipeline) drain(consumeDone <-chan struct{}) {
+	if p.gen != nil {
+		p.gen.cancel()
+		p.gen = nil
+	}
+	for {
+		select {
+		case <-consumeDone:
+			return
+		case <-p.in:
+		case ev := <-p.events:
+			p.event(ev)
+		}
+	}
+}
+
+// Ready reports whether the instance is in the group and its phases are
+// advancing or its partitions idle: what /readyz serves.
+func (p *Pipeline) Ready() bool {
+	return !p.stopping.Load() && p.status.Load().Ready
+}
+
+// Status returns the latest published status (refreshed a few times a
+// second by the loop).
+func (p *Pipeline) Status() *Status { return p.status.Load() }
+
+// logLimiter lets one warning per key through per interval.
+type logLimiter struct {
+	every time.Duration
+	last  map[string]time.Time
+}
+
+func (l *logLimiter) allow(key string, now time.Time) bool {
+	if now.Sub(l.last[key]) < l.every {
+		return false
+	}
+	l.last[key] = now
+	return true
+}
