@@ -1,0 +1,210 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/caarlos0/env/v11"
+
+	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/proxy"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// envPrefix prefixes every variable phasegate reads.
+const envPrefix = "PHASEGATE_"
+
+// Config is every setting of the sidecar, read once from the environment.
+// The help tags are what `sidecar --help` prints.
+type Config struct {
+	Brokers            []string      `env:"BROKERS,required,notEmpty" help:"bootstrap servers, comma separated (host:port)"`
+	InputTopics        []string      `env:"INPUT_TOPICS,required,notEmpty" help:"fork topics to align, comma separated"`
+	OutputTopic        string        `env:"OUTPUT_TOPIC,required,notEmpty" help:"aligned output topic (must exist)"`
+	QuarantineTopic    string        `env:"QUARANTINE_TOPIC" help:"late and malformed records; created if missing (default <output>.quarantine)"`
+	GroupID            string        `env:"GROUP_ID" envDefault:"phasegate" help:"consumer group of the inputs"`
+	TransactionalID    string        `env:"TRANSACTIONAL_ID" help:"stable per instance; a restart with the same ID fences the old one (default <group>-<hostname>)"`
+	PhaseLength        time.Duration `env:"PHASE_LENGTH" envDefault:"1s" help:"phase span when phases come from record timestamps"`
+	MaxOutOfOrderness  time.Duration `env:"MAX_OUT_OF_ORDERNESS" envDefault:"200ms" help:"how far behind its partition's newest timestamp a record may be and still count"`
+	IdleTimeout        time.Duration `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
+	MaxBufferBytes     int64         `env:"MAX_BUFFER_BYTES" envDefault:"268435456" help:"bound on buffered record bytes; partitions running ahead are paused"`
+	Routing            string        `env:"ROUTING" envDefault:"partition" help:"output partition: partition (p mod P_out) or key (murmur2, as Kafka's Java producer)"`
+	SealTimeoutMin     time.Duration `env:"SEAL_TIMEOUT_MIN" envDefault:"10s" help:"lower bound of the adaptive seal timeout (p99 phase duration x 1.5)"`
+	SealTimeoutMax     time.Duration `env:"SEAL_TIMEOUT_MAX" envDefault:"5m" help:"upper bound of the adaptive seal timeout"`
+	SealPolicy         string        `env:"SEAL_POLICY" envDefault:"wait" help:"at the seal timeout: wait (count it, keep waiting: strict fork-join) or seal (seal with sealed_by timeout: scatter-gather)"`
+	DedupePhases       int           `env:"DEDUPE_PHASES" envDefault:"64" help:"sealed phases remembered to recognise late retries as duplicates"`
+	DedupeIDs          int           `env:"DEDUPE_IDS" envDefault:"1048576" help:"bound on record identities remembered over all phases"`
+	TransactionTimeout time.Duration `env:"TRANSACTION_TIMEOUT" envDefault:"10s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
+	SessionTimeout     time.Duration `env:"SESSION_TIMEOUT" envDefault:"30s" help:"consumer group session timeout"`
+	KafkaVersion       string        `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak (brokers 4.x reject versions below 2.1)"`
+	ClientID           string        `env:"CLIENT_ID" envDefault:"phasegate" help:"Kafka client ID"`
+	HTTPAddr           string        `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
+	LogLevel           string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat          string        `env:"LOG_FORMAT" envDefault:"text" help:"text or json"`
+}
+
+// configError is an invalid or missing variable: exit status 2.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+func badVar(name, value, allowed string) error {
+	return &configError{fmt.Sprintf("%s%s=%q: %s", envPrefix, name, value, allowed)}
+}
+
+// loadConfig reads and checks the environment. Every error is a
+// *configError of one line naming the variable.
+func loadConfig(environ map[string]string) (Config, error) {
+	cfg, err := env.ParseAsWithOptions[Config](env.Options{Prefix: envPrefix, Environment: environ})
+	if err != nil {
+		return cfg, envError(err, environ)
+	}
+	if cfg.QuarantineTopic == "" {
+		cfg.QuarantineTopic = cfg.OutputTopic + ".quarantine"
+	}
+	if cfg.TransactionalID == "" {
+		host, _ := os.Hostname()
+		cfg.TransactionalID = cfg.GroupID + "-" + host
+	}
+	for _, b := range cfg.Brokers {
+		if !strings.Contains(b, ":") {
+			return cfg, badVar("BROKERS", strings.Join(cfg.Brokers, ","), "each broker is host:port")
+		}
+	}
+	if _, err := cfg.routing(); err != nil {
+		return cfg, err
+	}
+	if _, err := cfg.kafkaVersion(); err != nil {
+		return cfg, err
+	}
+	if _, err := parseLevel(cfg.LogLevel); err != nil {
+		return cfg, err
+	}
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		return cfg, badVar("LOG_FORMAT", cfg.LogFormat, "text or json")
+	}
+	if cfg.TransactionTimeout <= 0 || cfg.TransactionTimeout >= cfg.SessionTimeout {
+		return cfg, badVar("TRANSACTION_TIMEOUT", cfg.TransactionTimeout.String(),
+			fmt.Sprintf("positive and below %sSESSION_TIMEOUT=%s, or the group may move on while a transaction is still open", envPrefix, cfg.SessionTimeout))
+	}
+	pc, err := cfg.pipeline()
+	if err != nil {
+		return cfg, err
+	}
+	if err := pc.Validate(); err != nil {
+		return cfg, &configError{err.Error()}
+	}
+	return cfg, nil
+}
+
+// envError turns caarlos0/env's error into one line naming the variable.
+func envError(err error, environ map[string]string) error {
+	var agg env.AggregateError
+	if errors.As(err, &agg) && len(agg.Errors) > 0 {
+		err = agg.Errors[0]
+	}
+	var notSet env.VarIsNotSetError
+	var empty env.EmptyVarError
+	var parse env.ParseError
+	switch {
+	case errors.As(err, &notSet):
+		return &configError{notSet.Key + " is not set: it is required (see sidecar --help)"}
+	case errors.As(err, &empty):
+		return &configError{empty.Key + " is empty: it is required (see sidecar --help)"}
+	case errors.As(err, &parse):
+		f, _ := reflect.TypeFor[Config]().FieldByName(parse.Name)
+		key := envPrefix + strings.Split(f.Tag.Get("env"), ",")[0]
+		return &configError{fmt.Sprintf("%s=%q: not a valid %s (%v)", key, environ[key], kindOf(parse.Type), parse.Err)}
+	}
+	return &configError{err.Error()}
+}
+
+func kindOf(t reflect.Type) string {
+	if t == reflect.TypeFor[time.Duration]() {
+		return "duration such as 500ms, 5s or 1m"
+	}
+	return t.Kind().String()
+}
+
+func (c Config) routing() (proxy.Routing, error) {
+	switch c.Routing {
+	case "partition":
+		return proxy.RoutePartition, nil
+	case "key":
+		return proxy.RouteKey, nil
+	}
+	return 0, badVar("ROUTING", c.Routing, "partition or key")
+}
+
+func (c Config) kafkaVersion() (sarama.KafkaVersion, error) {
+	v, err := sarama.ParseKafkaVersion(c.KafkaVersion)
+	if err != nil || !v.IsAtLeast(sarama.V2_1_0_0) {
+		return v, badVar("KAFKA_VERSION", c.KafkaVersion, "a Kafka version of at least 2.1.0, such as 3.9.0")
+	}
+	return v, nil
+}
+
+// pipeline is the proxy's part of the configuration.
+func (c Config) pipeline() (proxy.Config, error) {
+	routing, err := c.routing()
+	if err != nil {
+		return proxy.Config{}, err
+	}
+	policy, err := watermarks.ParsePolicy(c.SealPolicy)
+	if err != nil {
+		return proxy.Config{}, badVar("SEAL_POLICY", c.SealPolicy, "wait or seal")
+	}
+	return proxy.Config{
+		InputTopics: c.InputTopics, OutputTopic: c.OutputTopic, QuarantineTopic: c.QuarantineTopic,
+		GroupID: c.GroupID, TransactionalID: c.TransactionalID, Routing: routing,
+		Watermarks: watermarks.Config{
+			PhaseLength: c.PhaseLength, MaxOutOfOrderness: c.MaxOutOfOrderness, IdleTimeout: c.IdleTimeout,
+			MaxBufferBytes: c.MaxBufferBytes, SealTimeoutMin: c.SealTimeoutMin, SealTimeoutMax: c.SealTimeoutMax,
+			SealPolicy: policy, Now: time.Now,
+		},
+		Dedupe:          dedupe.Config{MaxSealedPhases: c.DedupePhases, MaxIdentities: c.DedupeIDs},
+		Tick:            20 * time.Millisecond,
+		LagInterval:     time.Second,
+		QuarantineDelay: time.Second,
+	}, nil
+}
+
+// printHelp lists every variable with its default and meaning.
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `phasegate sidecar: keeps a Kafka fork-join pipeline in phase.
+
+Usage:
+  sidecar              run, configured by the environment variables below
+  sidecar demo         run an embedded demo (in-process broker, no setup)
+  sidecar healthcheck  exit 0 when the local sidecar's /healthz answers (for container health checks)
+  sidecar --help       this text
+
+Environment:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tMEANING")
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("env"), ",")
+		def := f.Tag.Get("envDefault")
+		if len(tag) > 1 && tag[1] == "required" {
+			def = "(required)"
+		} else if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", envPrefix, tag[0], def, f.Tag.Get("help"))
+	}
+	tw.Flush()
+	fmt.Fprint(w, `
+Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime error
+(including being fenced by another instance with the same transactional ID),
+2 on invalid configuration.
+`)
+}
