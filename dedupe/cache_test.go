@@ -15,11 +15,13 @@ type step struct {
 	err   error // add: want error
 }
 
-func add(phase uint64, id string) step     { return step{op: "add", phase: phase, id: id} }
-func dup(phase uint64, id string) step     { return step{op: "add", phase: phase, id: id, dup: true} }
-func addFull(phase uint64, id string) step { return step{op: "add", phase: phase, id: id, err: ErrFull} }
-func seal(phase uint64) step               { return step{op: "seal", phase: phase} }
-func reset() step                          { return step{op: "reset"} }
+func add(phase uint64, id string) step { return step{op: "add", phase: phase, id: id} }
+func dup(phase uint64, id string) step { return step{op: "add", phase: phase, id: id, dup: true} }
+func addFull(phase uint64, id string) step {
+	return step{op: "add", phase: phase, id: id, err: ErrFull}
+}
+func seal(phase uint64) step { return step{op: "seal", phase: phase} }
+func reset() step            { return step{op: "reset"} }
 
 func newCache(t *testing.T, cfg Config) *Cache {
 	t.Helper()
