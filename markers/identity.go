@@ -3,6 +3,7 @@ package markers
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -40,41 +41,52 @@ func AppendSource(dst []byte, topic string, partition int32, offset int64) []byt
 // partition in [0, MaxInt32] and an offset in [0, MaxInt64], both in
 // canonical decimal (no sign, no leading zero). Errors wrap ErrSource.
 func ParseSource(b []byte) (topic string, partition int32, offset int64, err error) {
+	t, partition, offset, err := parseSource(b)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return string(t), partition, offset, nil
+}
+
+// parseSource is ParseSource without the topic's allocation; t aliases b.
+func parseSource(b []byte) (t []byte, partition int32, offset int64, err error) {
 	i := bytes.LastIndexByte(b, '/')
 	if i < 0 {
-		return "", 0, 0, fmt.Errorf("%w: %q has no '/'", ErrSource, b)
+		return nil, 0, 0, fmt.Errorf("%w: %q has no '/'", ErrSource, b)
 	}
-	off, ok := parseCanonical(b[i+1:], 63)
+	off, ok := parseCanonical(b[i+1:], math.MaxInt64)
 	if !ok {
-		return "", 0, 0, fmt.Errorf("%w: offset %q is not a non-negative int64", ErrSource, b[i+1:])
+		return nil, 0, 0, fmt.Errorf("%w: offset %q is not a non-negative int64", ErrSource, b[i+1:])
 	}
 	j := bytes.LastIndexByte(b[:i], '/')
 	if j < 0 {
-		return "", 0, 0, fmt.Errorf("%w: %q has one '/', want two", ErrSource, b)
+		return nil, 0, 0, fmt.Errorf("%w: %q has one '/', want two", ErrSource, b)
 	}
-	part, ok := parseCanonical(b[j+1:i], 31)
+	part, ok := parseCanonical(b[j+1:i], math.MaxInt32)
 	if !ok {
-		return "", 0, 0, fmt.Errorf("%w: partition %q is not a non-negative int32", ErrSource, b[j+1:i])
+		return nil, 0, 0, fmt.Errorf("%w: partition %q is not a non-negative int32", ErrSource, b[j+1:i])
 	}
 	if reason := checkTopic(b[:j]); reason != "" {
-		return "", 0, 0, fmt.Errorf("%w: topic %q %s", ErrSource, b[:j], reason)
+		return nil, 0, 0, fmt.Errorf("%w: topic %q %s", ErrSource, b[:j], reason)
 	}
-	return string(b[:j]), int32(part), int64(off), nil
+	return b[:j], int32(part), int64(off), nil
 }
 
-// parseCanonical parses a canonical non-negative decimal below 2^bitSize:
-// digits only, no leading zero unless the value is "0".
-func parseCanonical(b []byte, bitSize int) (uint64, bool) {
+// parseCanonical parses a canonical non-negative decimal no greater than
+// max: digits only, no leading zero unless the value is "0".
+func parseCanonical(b []byte, max uint64) (uint64, bool) {
 	if len(b) == 0 || len(b) > 1 && b[0] == '0' {
 		return 0, false
 	}
+	var n uint64
 	for _, c := range b {
-		if c < '0' || c > '9' {
+		d := uint64(c) - '0'
+		if d > 9 || n > (max-d)/10 {
 			return 0, false
 		}
+		n = n*10 + d
 	}
-	n, err := strconv.ParseUint(string(b), 10, bitSize)
-	return n, err == nil
+	return n, true
 }
 
 // maxTopicLen is Kafka's limit on topic names.

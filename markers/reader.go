@@ -144,7 +144,7 @@ func (r *Reader) checkOutputData(off int64, ph uint64, meta *Meta) {
 		r.report(Malformed, off, ph, "data record without "+HeaderSource, nil)
 	}
 	if meta.Source != nil {
-		if _, _, _, err := ParseSource(meta.Source); err != nil {
+		if _, _, _, err := parseSource(meta.Source); err != nil {
 			r.report(Malformed, off, ph, "", err)
 		}
 	}
