@@ -1,0 +1,30 @@
+# phasegate: the commands the README promises.
+GO ?= go
+
+.PHONY: demo test unit e2e fuzz bench vet
+
+## demo: the embedded run: an in-process broker, two skewed forks, the sidecar.
+demo:
+	$(GO) run ./cmd/sidecar demo
+
+## test: everything CI runs: vet, the unit and kfake suites under -race, and
+## the real-broker suite (started by e2e/kafka/kafka.sh when no broker is given).
+test: vet unit e2e
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+e2e:
+	./e2e/run.sh
+
+## fuzz: each fuzz target for FUZZTIME (default 60s).
+FUZZTIME ?= 60s
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./markers ./watermarks ./dedupe ./proxy
