@@ -1,10 +1,14 @@
 package proxy
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/phasegate/phasegate/watermarks"
+)
 
 // pauseReasonBuffer is the tracker's reason for pausing a partition that
 // runs too far ahead while the buffer is filling.
-const pauseReasonBuffer = "buffer"
+const pauseReasonBuffer = watermarks.ReasonBuffer
 
 // quarantineBatch commits quarantined records without waiting for a seal
 // once this many are queued.
