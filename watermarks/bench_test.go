@@ -9,17 +9,30 @@ import (
 func benchTracker(b *testing.B, n int) (*Tracker, *clock, []P) {
 	b.Helper()
 	clk := newClock()
-	cfg := baseConfig(clk)
+	return benchTrackerClock(b, n, clk.Now), clk, benchParts(n)
+}
+
+func benchParts(n int) []P {
+	ps := make([]P, n)
+	for i := range ps {
+		ps[i] = P(i)
+	}
+	return ps
+}
+
+func benchTrackerClock(b *testing.B, n int, now func() time.Time) *Tracker {
+	b.Helper()
+	cfg := baseConfig(newClock())
+	cfg.Now = now
 	cfg.IdleTimeout = 0
 	tr, err := New(cfg, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ps := make([]P, n)
-	for i := range ps {
-		ps[i] = tr.Add(fmt.Sprintf("t%d", i%3), int32(i))
+	for i := range n {
+		tr.Add(fmt.Sprintf("t%d", i%3), int32(i))
 	}
-	return tr, clk, ps
+	return tr
 }
 
 // BenchmarkRecord is the steady state of the per-record path: records go
@@ -48,6 +61,23 @@ func BenchmarkRecord(b *testing.B) {
 				b.Fatalf("no phase sealed in %d records: not a steady state", b.N)
 			}
 		})
+	}
+}
+
+// BenchmarkRecordWallClock is BenchmarkRecord with time.Now as the clock,
+// as in production: Record reads the clock once per record.
+func BenchmarkRecordWallClock(b *testing.B) {
+	tr, ps := benchTrackerClock(b, 64, time.Now), benchParts(64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%4096 == 4095 {
+			b.StopTimer()
+			tr.Advance()
+			b.StartTimer()
+		}
+		ms := int64(i/64) * 50
+		tr.Record(ps[i%64], Rec{Phase: uint64(ms / 1000), EventMs: ms, Timed: true, Bytes: 100})
 	}
 }
 
