@@ -28,7 +28,8 @@ type Marker struct {
 //
 // AppendOutput does not validate m: call ValidateOutput first when m does
 // not come from DecodeOutputMarker. For a valid m,
-// DecodeOutputMarker(m.AppendOutput(nil)) returns m with HasCount set.
+// DecodeOutputMarker(m.AppendOutput(nil)) returns m with HasCount set and
+// Sources non-nil.
 func (m Marker) AppendOutput(dst []byte) []byte {
 	dst = m.appendHead(dst)
 	dst = append(dst, `,"count":`...)

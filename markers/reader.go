@@ -6,6 +6,9 @@ import (
 )
 
 // Record is one record of an output partition, as a join consumer reads it.
+// A nil Key is a null key; an empty non-nil Key is an empty one, which a
+// marker may not have (MARKERS.md section 3): map the client's null key to
+// nil.
 type Record struct {
 	Key, Value []byte
 	Headers    []Header
