@@ -19,9 +19,31 @@ const (
 
 	fieldsInput  = fieldV | fieldPhase | fieldPartition
 	fieldsOutput = fieldsInput | fieldCount | fieldSources | fieldWatermark | fieldSealedBy | fieldEmitter
+	fieldLast    = fieldEmitter
 )
 
-var fieldNames = [...]string{"v", "phase", "partition", "count", "sources", "watermark_ms", "sealed_by", "emitter"}
+// fieldName is the JSON name of a field bit.
+func fieldName(bit uint8) string {
+	switch bit {
+	case fieldV:
+		return "v"
+	case fieldPhase:
+		return "phase"
+	case fieldPartition:
+		return "partition"
+	case fieldCount:
+		return "count"
+	case fieldSources:
+		return "sources"
+	case fieldWatermark:
+		return "watermark_ms"
+	case fieldSealedBy:
+		return "sealed_by"
+	case fieldEmitter:
+		return "emitter"
+	}
+	return ""
+}
 
 // DecodeMarker decodes a marker value as phasegate reads input markers
 // (MARKERS.md sections 3 and 3.1). The value must be one JSON object with
@@ -66,9 +88,9 @@ func decodeMarker(value []byte, required uint8, output bool) (Marker, error) {
 	if err != nil {
 		return Marker{}, err
 	}
-	for i, name := range fieldNames {
-		if required&^seen&(1<<i) != 0 {
-			return Marker{}, malformed(name, "is required")
+	for bit := uint8(1); bit != 0 && bit <= fieldLast; bit <<= 1 {
+		if required&^seen&bit != 0 {
+			return Marker{}, malformed(fieldName(bit), "is required")
 		}
 	}
 	if err := m.validate(output); err != nil {
@@ -78,9 +100,9 @@ func decodeMarker(value []byte, required uint8, output bool) (Marker, error) {
 }
 
 func fieldBit(key string) uint8 {
-	for i, name := range fieldNames {
-		if key == name {
-			return 1 << i
+	for bit := uint8(1); bit != 0 && bit <= fieldLast; bit <<= 1 {
+		if key == fieldName(bit) {
+			return bit
 		}
 	}
 	return 0

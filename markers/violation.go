@@ -33,11 +33,20 @@ const (
 	DuplicateID
 )
 
-var kindNames = [...]string{"", "count-mismatch", "phase-backwards", "data-after-marker", "missing-marker", "malformed", "duplicate-id"}
-
 func (k ViolationKind) String() string {
-	if k > 0 && int(k) < len(kindNames) {
-		return kindNames[k]
+	switch k {
+	case CountMismatch:
+		return "count-mismatch"
+	case PhaseBackwards:
+		return "phase-backwards"
+	case DataAfterMarker:
+		return "data-after-marker"
+	case MissingMarker:
+		return "missing-marker"
+	case Malformed:
+		return "malformed"
+	case DuplicateID:
+		return "duplicate-id"
 	}
 	return "ViolationKind(" + itoa(int64(k)) + ")"
 }
