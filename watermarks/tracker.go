@@ -1,6 +1,7 @@
 package watermarks
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -229,15 +230,7 @@ func (t *Tracker) timeLow(w int64) uint64 {
 // pair is stamped once, so the cost is amortised over the phase's life.
 func (t *Tracker) pass(p P, low uint64, now time.Time) {
 	ps := &t.parts[p]
-	i, _ := slices.BinarySearchFunc(t.open, ps.low, func(ph *phase, id uint64) int {
-		switch {
-		case ph.id < id:
-			return -1
-		case ph.id > id:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(t.open, ps.low, func(ph *phase, id uint64) int { return cmp.Compare(ph.id, id) })
 	for ; i < len(t.open) && t.open[i].id < low; i++ {
 		t.open[i].slot(p).passed = now
 	}
