@@ -51,7 +51,9 @@ type Pipeline struct {
 	history    []SealStatus
 	lastStatus time.Time
 	lastSeal   time.Time
-	limiter    logLimiter
+	// peakBuffered is the most bytes buffered at once since the start.
+	peakBuffered int64
+	limiter      logLimiter
 
 	// closers run last in Run, after the group and the producer.
 	closers []func() error

@@ -9,18 +9,19 @@ import (
 
 // Status is what /phases serves: the alignment state as of Updated.
 type Status struct {
-	Updated         time.Time         `json:"updated"`
-	Joined          bool              `json:"joined"`
-	Ready           bool              `json:"ready"`
-	GlobalWatermark uint64            `json:"global_watermark_phase"`
-	GlobalMs        int64             `json:"global_watermark_ms"`
-	LastSealed      *uint64           `json:"last_sealed_phase,omitempty"`
-	SealTimeout     string            `json:"seal_timeout"`
-	BufferedBytes   int64             `json:"buffered_bytes"`
-	MaxBufferBytes  int64             `json:"max_buffer_bytes"`
-	Partitions      []PartitionStatus `json:"partitions"`
-	OpenPhases      []OpenPhaseStatus `json:"open_phases"`
-	Sealed          []SealStatus      `json:"sealed"`
+	Updated           time.Time         `json:"updated"`
+	Joined            bool              `json:"joined"`
+	Ready             bool              `json:"ready"`
+	GlobalWatermark   uint64            `json:"global_watermark_phase"`
+	GlobalMs          int64             `json:"global_watermark_ms"`
+	LastSealed        *uint64           `json:"last_sealed_phase,omitempty"`
+	SealTimeout       string            `json:"seal_timeout"`
+	BufferedBytes     int64             `json:"buffered_bytes"`
+	MaxBufferBytes    int64             `json:"max_buffer_bytes"`
+	PeakBufferedBytes int64             `json:"peak_buffered_bytes"`
+	Partitions        []PartitionStatus `json:"partitions"`
+	OpenPhases        []OpenPhaseStatus `json:"open_phases"`
+	Sealed            []SealStatus      `json:"sealed"`
 }
 
 // PartitionStatus is one input partition in Status.
@@ -96,7 +97,8 @@ func (p *Pipeline) publish(g *generation) {
 		return
 	}
 	p.lastStatus = now
-	st := &Status{Updated: now, Sealed: append([]SealStatus(nil), p.history...), MaxBufferBytes: p.cfg.Watermarks.MaxBufferBytes}
+	st := &Status{Updated: now, Sealed: append([]SealStatus(nil), p.history...),
+		MaxBufferBytes: p.cfg.Watermarks.MaxBufferBytes, PeakBufferedBytes: p.peakBuffered}
 	if n := len(p.history); n > 0 {
 		last := p.history[n-1].Phase
 		st.LastSealed = &last

@@ -22,6 +22,7 @@ func (p *Pipeline) step() error {
 		p.publish(nil)
 		return nil
 	}
+	p.peakBuffered = max(p.peakBuffered, g.tracker.BufferedBytes())
 	seals := g.tracker.Advance()
 	for _, s := range seals {
 		g.dedupe.Seal(s.Phase)

@@ -70,7 +70,8 @@ func (v view) cause(n uint64) Cause {
 }
 
 // scan decides idleness at now and computes the candidate watermarks: the
-// minimum over live partitions, or the maximum over all when all are idle.
+// minimum over live partitions, or, when all are idle, the maximum over all
+// and past every open phase.
 func (t *Tracker) scan(now time.Time) view {
 	v := view{minIdleLow: math.MaxUint64, minMarker: math.MaxUint64, allMarked: true}
 	liveLow, liveMs, anyLive := uint64(math.MaxUint64), int64(math.MaxInt64), false
@@ -93,6 +94,15 @@ func (t *Tracker) scan(now time.Time) view {
 		}
 	}
 	v.low, v.ms = allLow, allMs
+	if !anyLive && len(t.open) > 0 {
+		// Every partition is idle: none has a record to give, so every open
+		// phase is complete, the newest one included (DESIGN.md invariant 5:
+		// the last phases seal instead of waiting for data that may never
+		// come).
+		if top := t.open[len(t.open)-1].id; top < math.MaxUint64 {
+			v.low = max(v.low, top+1)
+		}
+	}
 	if anyLive {
 		v.low, v.ms = liveLow, liveMs
 		if t.fault == faultSealEarly {

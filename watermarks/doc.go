@@ -29,7 +29,10 @@
 //     Idleness is decided in Advance.
 //  2. Global watermark. G, the first unsealed phase, is max(previous G, min
 //     over live partitions of Low(p)); when every partition is idle, max over
-//     all partitions of Low(p), so the last phases seal with cause idle. With
+//     all partitions of Low(p) and past the newest open phase: no partition
+//     has a record to give, so every buffered phase is complete and the last
+//     phases seal with cause idle instead of waiting for data that may never
+//     come. With
 //     no partitions it is unchanged. GlobalMs is computed the same way from
 //     the time watermarks. Neither ever decreases.
 //  3. Sealing. A phase is sealed once G passes it and never reopens: Record

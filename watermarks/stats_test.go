@@ -73,7 +73,7 @@ func TestStraggler(t *testing.T) {
 				}
 			}
 			seals := h.advance()
-			if len(seals) != 1 || seals[0].Phase != 0 {
+			if len(seals) == 0 || seals[0].Phase != 0 { // later phases may seal too: every partition can be idle by 10s
 				t.Fatalf("seals = %+v, want phase 0", seals)
 			}
 			st := seals[0].Stats

@@ -130,6 +130,10 @@ func (t *Tracker) Len() int { return len(t.parts) }
 // Low returns the lowest phase p has not passed. It never decreases.
 func (t *Tracker) Low(p P) uint64 { return t.parts[p].low }
 
+// BufferedBytes returns the bytes of records in open phases: what the
+// backpressure bound applies to.
+func (t *Tracker) BufferedBytes() int64 { return t.bufBytes }
+
 // Global returns the first unsealed phase. It never decreases.
 func (t *Tracker) Global() uint64 { return t.global }
 
