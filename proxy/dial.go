@@ -46,8 +46,9 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 
 // ConsumerConfig is the consumer group's configuration: read_committed,
 // manual offsets (committed only by transactions), the single-owner
-// assignment.
-func (k Kafka) ConsumerConfig(start time.Time) *sarama.Config {
+// assignment, and fetches sized so that what a paused partition still has
+// in flight stays small next to the buffer bound.
+func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64) *sarama.Config {
 	c := k.Base()
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Offsets.AutoCommit.Enable = false
@@ -57,7 +58,7 @@ func (k Kafka) ConsumerConfig(start time.Time) *sarama.Config {
 	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
 	c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{singleOwner{}}
 	c.Consumer.Group.Member.UserData = memberUserData(start.UnixNano())
-	c.Consumer.Fetch.Default = 1 << 20
+	c.Consumer.Fetch.Default = int32(min(max(maxBufferBytes/64, 64<<10), 1<<20))
 	c.Consumer.MaxProcessingTime = time.Second
 	return c
 }
@@ -77,7 +78,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now()))
+	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now(), cfg.Watermarks.MaxBufferBytes))
 	if err != nil {
 		_ = prod.Close()
 		return nil, fmt.Errorf("proxy: connect consumer: %w", err)

@@ -108,6 +108,7 @@ type rec struct {
 	id        string // phasegate.id, "" for none
 	key       string
 	marker    *markers.Marker // an input marker when set
+	pad       int             // bytes added to the value
 }
 
 // write produces recs in order and logs them as inputs for the verifier.
@@ -116,6 +117,7 @@ func (e *env) write(recs ...rec) {
 	krs := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
 		kr := &kgo.Record{Topic: r.topic, Partition: r.partition, Timestamp: r.ts, Value: []byte(fmt.Sprintf("v-%s-%d-%d", r.topic, r.partition, i))}
+		kr.Value = append(kr.Value, make([]byte, r.pad)...)
 		if r.key != "" {
 			kr.Key = []byte(r.key)
 		}
@@ -148,11 +150,27 @@ func (e *env) write(recs ...rec) {
 		if r.phaseHdr != "" {
 			in.Phase, _ = strconv.ParseUint(r.phaseHdr, 10, 64)
 		} else {
-			in.Phase = uint64(r.ts.UnixMilli() / phaseLen.Milliseconds())
+			in.Phase = phaseOf(r.ts)
 		}
 		e.inputs = append(e.inputs, in)
 	}
 }
+
+// closeAll writes an input marker for phase on every partition of every
+// fork: in strict mode only markers (or later records) seal the last phase.
+func (e *env) closeAll(forks map[string]int32, phase uint64) {
+	e.t.Helper()
+	var recs []rec
+	for topic, n := range forks {
+		for p := range n {
+			recs = append(recs, rec{topic: topic, partition: p, marker: &markers.Marker{Phase: phase, Partition: p}})
+		}
+	}
+	e.write(recs...)
+}
+
+// phaseOf is the phase of a timestamp.
+func phaseOf(ts time.Time) uint64 { return uint64(ts.UnixMilli() / phaseLen.Milliseconds()) }
 
 // read reads the output and the quarantine with read_committed and checks
 // them with the shared verifier.
@@ -204,4 +222,57 @@ func at(base time.Time, n int, offsetMs int) time.Time {
 // phaseBase is a phase-aligned time in the recent past.
 func phaseBase() time.Time {
 	return time.Now().Add(-time.Hour).Truncate(phaseLen)
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// counter reads a counter of the running sidecar's registry.
+func counter(t *testing.T, e *env, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := e.sidecar.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					found = found || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, labels)
+	return 0
+}
+
+// readOutput reads the output topic with read_committed.
+func readOutput(t *testing.T, e *env) [][]markers.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := kafkatest.ReadTopic(ctx, e.brokers, "out", true, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

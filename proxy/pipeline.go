@@ -93,7 +93,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: d.Now,
 		outParts:  int32(len(out)),
 		quarParts: int32(len(quar)),
-		in:        make(chan delivery, 1024),
+		in:        make(chan delivery, inCapacity),
 		events:    make(chan any),
 		committed: map[tp]committedPos{},
 		limiter:   logLimiter{every: 10 * time.Second, last: map[string]time.Time{}},
@@ -182,10 +182,24 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 	}
 }
 
+// inCapacity bounds the records between the claims and the loop: with the
+// gates of paused partitions closed, at most this many records of a paused
+// partition can still reach the buffer.
+const inCapacity = 64
+
+// batch is how many waiting records the loop handles before it evaluates
+// seals and backpressure again.
+const batch = 256
+
 // drainIn handles the records already waiting, up to a batch, so Advance
-// runs once per batch rather than once per record.
+// runs once per batch rather than once per record. It stops early when the
+// buffer crosses half its bound, so the pause decision is not late by a
+// whole batch.
 func (p *Pipeline) drainIn() {
-	for range 4096 {
+	for range batch {
+		if g := p.gen; g != nil && g.tracker.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 {
+			return
+		}
 		select {
 		case d := <-p.in:
 			p.handle(d)

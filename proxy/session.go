@@ -29,6 +29,7 @@ type generation struct {
 	buf       *buffer
 	parts     map[tp]*partState
 	byP       []*partState // by tracker handle
+	gates     map[tp]*gate
 	quar      []quarantined
 	quarSince time.Time // when the oldest queued quarantine record was queued
 	dups      [2]int    // proven duplicates found since the last commit: records, markers
@@ -56,8 +57,41 @@ type endReq struct {
 
 // genHandle is what the consumer group's goroutines know of a generation.
 type genHandle struct {
-	id  int64
-	ctx context.Context
+	id    int64
+	ctx   context.Context
+	gates map[tp]*gate // read-only after setup
+}
+
+// gate holds a paused partition's records in its claim goroutine, so they
+// wait in the consumer's bounded channel rather than in the phase buffer.
+type gate struct {
+	closed atomic.Bool
+	wake   chan struct{} // capacity 1
+}
+
+func newGate() *gate { return &gate{wake: make(chan struct{}, 1)} }
+
+// set opens or closes the gate; the loop calls it.
+func (g *gate) set(closed bool) {
+	g.closed.Store(closed)
+	if !closed {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait blocks while the gate is closed; false when ctx ended.
+func (g *gate) wait(ctx context.Context) bool {
+	for g.closed.Load() {
+		select {
+		case <-g.wake:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 var errStopping = errors.New("proxy: shutting down")
@@ -95,10 +129,14 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // the generation ends.
 func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g := h.gen.Load()
+	gate := g.gates[tp{claim.Topic(), claim.Partition()}]
 	for {
 		select {
 		case msg, ok := <-claim.Messages():
 			if !ok {
+				return nil
+			}
+			if gate != nil && !gate.wait(g.ctx) {
 				return nil
 			}
 			select {
@@ -126,7 +164,7 @@ func (p *Pipeline) event(ev any) {
 			ev.reply <- setupReply{err: err}
 			return
 		}
-		ev.reply <- setupReply{gen: &genHandle{id: g.id, ctx: g.ctx}}
+		ev.reply <- setupReply{gen: &genHandle{id: g.id, ctx: g.ctx, gates: g.gates}}
 	case endReq:
 		if p.gen != nil && p.gen.id == ev.gen {
 			p.log.Info("partitions revoked; open phases will be read again by their next owner", "generation", ev.gen)
@@ -211,7 +249,7 @@ func (p *Pipeline) setup(s sarama.ConsumerGroupSession) (*generation, error) {
 		id: p.genSeq, ctx: ctx, cancel: cancel,
 		groupMeta: sarama.NewConsumerGroupMetadataFromSession(s, p.cfg.GroupID, nil),
 		tracker:   tracker, dedupe: cache, markers: dedupe.NewMarkers(),
-		buf: newBuffer(), parts: map[tp]*partState{},
+		buf: newBuffer(), parts: map[tp]*partState{}, gates: map[tp]*gate{},
 	}
 	assigned := make([]tp, 0, len(parts))
 	for _, ps := range parts {
@@ -221,6 +259,7 @@ func (p *Pipeline) setup(s sarama.ConsumerGroupSession) (*generation, error) {
 			tracker.Marker(ps.p, cm.marker)
 		}
 		g.parts[ps.tp] = ps
+		g.gates[ps.tp] = newGate()
 		g.byP = append(g.byP, ps)
 		assigned = append(assigned, ps.tp)
 		p.initPartitionMetrics(ps)

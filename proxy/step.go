@@ -59,6 +59,7 @@ func (p *Pipeline) applyActions(g *generation) {
 		ps := g.byP[a.P]
 		part := strconv.Itoa(int(ps.partition))
 		ps.paused = a.Pause
+		g.gates[ps.tp].set(a.Pause)
 		if a.Pause {
 			pause[ps.topic] = append(pause[ps.topic], ps.partition)
 			for _, r := range a.Reasons {
