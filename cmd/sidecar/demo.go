@@ -137,6 +137,16 @@ func feedDemo(ctx context.Context, brokers []string, feed time.Duration, sent ma
 		mu.Unlock()
 		time.Sleep(10 * time.Millisecond)
 	}
+	if len(slowQueue) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	time.Sleep(demoSlowDelay) // the slow branch's last records
+	if err := prod.Produce(ctx, slowQueue...); err != nil {
+		return err
+	}
+	mu.Lock()
+	sent[demoSlow] += len(slowQueue)
+	mu.Unlock()
 	return nil
 }
 
