@@ -182,6 +182,7 @@ func printHelp(w io.Writer) {
 Usage:
   sidecar              run, configured by the environment variables below
   sidecar demo         run an embedded demo (in-process broker, no setup)
+  sidecar status       print the local sidecar's /phases as a table (-addr to ask another one)
   sidecar healthcheck  exit 0 when the local sidecar's /healthz answers (for container health checks)
   sidecar --help       this text
 

@@ -45,6 +45,8 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		return runDemo(args[1:], stdout, stderr)
 	case "healthcheck":
 		return healthcheck(environ, stderr)
+	case "status":
+		return runStatus(args[1:], environ, stdout, stderr)
 	case "":
 	default:
 		fmt.Fprintf(stderr, "sidecar: unknown command %q (try sidecar --help)\n", cmd)

@@ -84,6 +84,7 @@ func (s *sidecar) close() {
 
 func (s *sidecar) routes(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", liveView())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
