@@ -23,7 +23,7 @@ type Metrics struct {
 	sealToCommit   prometheus.Histogram
 	bufferedBytes  *prometheus.GaugeVec
 	bufferedRecs   *prometheus.GaugeVec
-	watermarkAhead *prometheus.GaugeVec
+	watermarkLag *prometheus.GaugeVec
 	consumerLag    *prometheus.GaugeVec
 	idle           *prometheus.GaugeVec
 	paused         *prometheus.GaugeVec
@@ -78,8 +78,8 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 		bufferedRecs: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "phasegate_buffered_records", Help: "Records held in open phases, by input topic.",
 		}, []string{"topic"}),
-		watermarkAhead: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "phasegate_watermark_ahead_seconds", Help: "How far a partition's time watermark is ahead of the global watermark, which the slowest live partition holds back.",
+		watermarkLag: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegate_watermark_lag_seconds", Help: "How far the global watermark (held back by the slowest live partition) lags behind this partition's time watermark; the slowest partition shows 0.",
 		}, []string{"topic", "partition"}),
 		consumerLag: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "phasegate_consumer_lag_records", Help: "Records between the consumed position and the last stable offset.",

@@ -275,7 +275,7 @@ func (p *Pipeline) setup(s sarama.ConsumerGroupSession) (*generation, error) {
 
 func (p *Pipeline) initPartitionMetrics(ps *partState) {
 	part := strconv.Itoa(int(ps.partition))
-	p.metrics.watermarkAhead.WithLabelValues(ps.topic, part)
+	p.metrics.watermarkLag.WithLabelValues(ps.topic, part)
 	p.metrics.consumerLag.WithLabelValues(ps.topic, part)
 	p.metrics.idle.WithLabelValues(ps.topic, part)
 	p.metrics.pausedSeconds.WithLabelValues(ps.topic, part)

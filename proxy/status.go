@@ -131,9 +131,9 @@ func (p *Pipeline) publish(g *generation) {
 			own.pausedSeen = ps.PausedFor
 		}
 		if ps.TimeWatermarkMs > snap.GlobalMs && snap.GlobalMs > 0 {
-			p.metrics.watermarkAhead.WithLabelValues(ps.Topic, part).Set(float64(ps.TimeWatermarkMs-snap.GlobalMs) / 1000)
+			p.metrics.watermarkLag.WithLabelValues(ps.Topic, part).Set(float64(ps.TimeWatermarkMs-snap.GlobalMs) / 1000)
 		} else {
-			p.metrics.watermarkAhead.WithLabelValues(ps.Topic, part).Set(0)
+			p.metrics.watermarkLag.WithLabelValues(ps.Topic, part).Set(0)
 		}
 	}
 	for _, t := range p.cfg.InputTopics {
