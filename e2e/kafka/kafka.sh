@@ -188,19 +188,28 @@ broker_pid() {
 
 tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# probe DIR ADDR: true when a real client can create and describe a topic
-# whose partition has a leader. Each call is bounded: an admin client that
-# cannot connect gives up after admin.properties' timeouts, or timeout(1) ends it.
+# probe DIR ADDR: true when a real client sees the probe topic with a leader,
+# creating the topic first when it is missing (a fresh broker). Each call is
+# bounded: the admin client gives up after admin.properties' timeouts, and
+# timeout(1) ends a tool that hangs anyway.
 probe() {
-  local dir="$1" addr="$2" out
+  local dir="$1" addr="$2"
   local -a topics=(timeout 30 "$JAVA" "$TOOL_HEAP" -Djava.awt.headless=true
     -Dlog4j2.configurationFile="$HERE/log4j2-tools.xml" -cp "$LIBS/*"
     org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr"
     --command-config "$dir/admin.properties")
+  has_leader() {
+    local out # captured, not piped: grep -q would end the pipe early under pipefail
+    out="$("${topics[@]}" --describe --topic "$PROBE_TOPIC" 2>/dev/null)" &&
+      grep -q "Topic: $PROBE_TOPIC.*Leader: 1" <<<"$out"
+  }
+  if [[ -f "$dir/probed" ]]; then
+    has_leader && return
+  fi
   "${topics[@]}" --create --if-not-exists --topic "$PROBE_TOPIC" \
     --partitions 1 --replication-factor 1 >/dev/null 2>&1 || return 1
-  out="$("${topics[@]}" --describe --topic "$PROBE_TOPIC" 2>/dev/null)" || return 1
-  grep -q "Topic: $PROBE_TOPIC.*Leader: 1" <<<"$out"
+  has_leader || return 1
+  touch "$dir/probed" # the topic exists now: later probes only describe it
 }
 
 # launch DIR: starts the broker in the background, in its own session, with
@@ -248,7 +257,7 @@ fresh() {
   if [[ ! -e "$dir/$MARK" ]] && find "$dir" -mindepth 1 -maxdepth 1 ! -name .lock | grep -q .; then
     die "$dir is not empty and was not made by kafka.sh; refusing to wipe it"
   fi
-  rm -rf "$dir/data" "$dir/server.properties" "$dir/admin.properties" "$dir/ports" \
+  rm -rf "$dir/data" "$dir/probed" "$dir/server.properties" "$dir/admin.properties" "$dir/ports" \
     "$dir/bootstrap" "$dir/bootstrap.tmp" "$dir/broker.pid" "$dir/broker.log"
   touch "$dir/$MARK"
   bport="$(free_port)"
