@@ -19,6 +19,10 @@ readonly HERE
 readonly POM="$HERE/pom.xml"
 KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")"
 readonly KAFKA_VERSION
+[[ -n "$KAFKA_VERSION" ]] || {
+  echo "kafka.sh: error: no <kafka.version> in $POM" >&2
+  exit 1
+}
 readonly CACHE="${PHASEGATE_KAFKA_CACHE:-$HOME/.cache/phasegate/kafka-$KAFKA_VERSION}"
 readonly LIBS="$CACHE/libs"
 readonly STAMP="$CACHE/complete"
@@ -41,7 +45,7 @@ check_prereqs() {
   command -v "$JAVA" >/dev/null 2>&1 || die "java not found (need Java 17 or newer; set JAVA_HOME or PATH)"
   local v major
   v="$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n1)"
-  major="${v%%.*}"
+  major="${v%%[.+-]*}" # 17.0.15, 21+35, 22-ea
   [[ "$major" == 1 ]] && major="$(cut -d. -f2 <<<"$v")"
   [[ "$major" =~ ^[0-9]+$ ]] || die "cannot read the Java version from '$JAVA -version'"
   ((major >= 17)) || die "java $v is too old: Apache Kafka $KAFKA_VERSION needs Java 17 or newer"
@@ -242,7 +246,8 @@ wait_ready() {
     sleep 0.5
   done
   tail -n 30 "$dir/broker.log" >&2
-  die "broker from $dir not ready after ${START_TIMEOUT} s (log: $dir/broker.log)"
+  signal_and_wait "$dir" KILL 10 || true # a failed start leaves no broker behind
+  die "broker from $dir not ready after ${START_TIMEOUT} s; killed it (log: $dir/broker.log)"
 }
 
 broker_died() {
@@ -290,6 +295,7 @@ cmd_start() {
     fi
     die "broker pid $pid from $dir runs but does not listen on $addr; run 'kafka.sh stop $dir'"
   fi
+  stop_broker "$dir" # a broker that never became ready: never wipe data under it
   # A port found free can still be taken before the broker binds it: try anew.
   for attempt in 1 2 3; do
     fresh "$dir"
@@ -329,10 +335,7 @@ existing_dir() {
 
 stop_broker() {
   local dir="$1"
-  broker_pid "$dir" >/dev/null || {
-    log "no broker running from $dir"
-    return
-  }
+  broker_pid "$dir" >/dev/null || return 0
   if signal_and_wait "$dir" TERM 30; then
     log "broker stopped"
     return
@@ -341,21 +344,29 @@ stop_broker() {
   signal_and_wait "$dir" KILL 10 || die "broker from $dir survived SIGKILL"
 }
 
+# running_dir DIR: the absolute DIR when a broker from it runs; otherwise
+# says so and fails, which stop and kill treat as success.
+running_dir() {
+  local d="${1:-$HERE/../.kafka}"
+  if [[ -d "$d" ]]; then
+    d="$(cd "$d" && pwd)"
+    broker_pid "$d" >/dev/null && echo "$d" && return
+  fi
+  log "no broker running from $d"
+  return 1
+}
+
 cmd_stop() {
   local dir
-  dir="$(existing_dir "${1:-}")"
+  dir="$(running_dir "${1:-}")" || return 0
   lock "$dir/.lock"
   stop_broker "$dir"
 }
 
 cmd_kill() {
   local dir
-  dir="$(existing_dir "${1:-}")"
+  dir="$(running_dir "${1:-}")" || return 0
   lock "$dir/.lock"
-  broker_pid "$dir" >/dev/null || {
-    log "no broker running from $dir"
-    return
-  }
   signal_and_wait "$dir" KILL 10 || die "broker from $dir survived SIGKILL"
   log "broker killed"
 }
