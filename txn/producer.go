@@ -93,14 +93,12 @@ func (p *Producer) Commit(ctx context.Context, b Batch) error {
 	if len(b.Records) == 0 {
 		return ErrEmptyBatch
 	}
-	p.mu.Lock()
-	prod, closed := p.p, p.closed
-	p.mu.Unlock()
-	if closed {
-		return ErrClosed
+	prod, err := p.current()
+	if err != nil {
+		return err
 	}
 	start := time.Now()
-	err := write(ctx, prod, b)
+	err = write(ctx, prod, b)
 	if err == nil {
 		p.metrics.observe(resultCommitted, time.Since(start))
 		return nil
@@ -186,23 +184,48 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time
 	return &Failure{Err: err, Recreated: true}
 }
 
-// recreate closes prod and creates a new producer (InitProducerId bumps the
-// epoch, so a delayed request of the old one cannot land in a later
-// transaction).
-func (p *Producer) recreate(prod sarama.AsyncProducer) error {
-	_ = prod.Close()
-	next, err := p.newProducer()
-	if err != nil {
-		return classifyStart(err)
-	}
-	p.metrics.recreations.Inc()
+// current returns the producer, creating it when a recreation failed
+// before (the broker was unreachable): a *Failure when that fails again.
+func (p *Producer) current() (sarama.AsyncProducer, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		_ = next.Close()
-		return ErrClosed
+		return nil, ErrClosed
+	}
+	if p.p != nil {
+		return p.p, nil
+	}
+	next, err := p.newProducer()
+	if err != nil {
+		if err := classifyStart(err); errors.Is(err, ErrFenced) {
+			return nil, err
+		}
+		return nil, &Failure{Err: fmt.Errorf("create transactional producer: %w", err), Recreated: true}
 	}
 	p.p = next
+	return next, nil
+}
+
+// recreate closes prod and creates a new producer (InitProducerId bumps the
+// epoch, so a delayed request of the old one cannot land in a later
+// transaction). When the new one cannot be created yet, the next Commit
+// tries again before it writes anything.
+func (p *Producer) recreate(prod sarama.AsyncProducer) error {
+	_ = prod.Close()
+	p.mu.Lock()
+	if p.p == prod {
+		p.p = nil
+	}
+	p.mu.Unlock()
+	p.metrics.recreations.Inc()
+	if _, err := p.current(); err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			p.log.Warn("cannot create a new transactional producer yet; the next transaction tries again", "err", f.Err)
+			return nil
+		}
+		return err
+	}
 	return nil
 }
 
@@ -215,5 +238,8 @@ func (p *Producer) Close() error {
 		return nil
 	}
 	p.closed = true
+	if p.p == nil {
+		return nil
+	}
 	return p.p.Close()
 }
