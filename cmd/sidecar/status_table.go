@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/phasegate/phasegate/proxy"
+)
+
+// printStatus writes st as the terminal's phase view: a summary, then one
+// table each for partitions, open phases and the last sealed phases (newest
+// first, at most sealed of them). Ages are relative to st.Updated, so the
+// output depends on st alone.
+func printStatus(out io.Writer, base string, st *proxy.Status, sealed int) error {
+	var b bytes.Buffer
+	if err := writeStatus(&b, base, st, sealed); err != nil {
+		return err
+	}
+	// tabwriter pads the last cell of a row too; drop that padding.
+	for line := range strings.Lines(b.String()) {
+		if _, err := io.WriteString(out, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeStatus(w io.Writer, base string, st *proxy.Status, sealed int) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "phasegate at %s, as of %s\n", base, fmtStamp(st.Updated))
+	fmt.Fprintf(tw, "in group:\t%s, ready: %s\n", yesNo(st.Joined), yesNo(st.Ready))
+	fmt.Fprintf(tw, "global watermark:\tphase %d (event time %s)\n", st.GlobalWatermark, fmtMs(st.GlobalMs))
+	last := "none yet"
+	if st.LastSealed != nil {
+		last = "phase " + strconv.FormatUint(*st.LastSealed, 10)
+	}
+	fmt.Fprintf(tw, "last sealed:\t%s\n", last)
+	fmt.Fprintf(tw, "buffered:\t%s of %s (peak %s)\n", fmtBytes(st.BufferedBytes), fmtBytes(st.MaxBufferBytes), fmtBytes(st.PeakBufferedBytes))
+	fmt.Fprintf(tw, "seal timeout:\t%s\n", orDash(st.SealTimeout))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "\nPARTITIONS (%d)\n", len(st.Partitions))
+	if len(st.Partitions) == 0 {
+		fmt.Fprintln(w, "  none assigned")
+	} else {
+		slow := slowestPartitions(st.Partitions)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tWATERMARK\tAHEAD\tLAG\tIDLE\tPAUSED\tBUFFERED\t")
+		for _, p := range st.Partitions {
+			lag := "?"
+			if p.LagKnown {
+				lag = strconv.FormatInt(p.Lag, 10)
+			}
+			paused := "no"
+			switch {
+			case p.Paused:
+				paused = "yes: " + orDash(strings.Join(p.PauseReasons, ","))
+			case len(p.PauseReasons) > 0:
+				paused = "deferred: " + strings.Join(p.PauseReasons, ",")
+			}
+			note := ""
+			if slow[partKey(p)] {
+				note = "<- slowest: holds the global watermark back"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d rec, %s\t%s\n", p.Topic, p.Partition, p.Watermark,
+				fmtLead(p, st), lag, yesNo(p.Idle), paused, p.BufferedRecords, fmtBytes(p.BufferedBytes), note)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintf(w, "\nOPEN PHASES (%d)\n", len(st.OpenPhases))
+	if len(st.OpenPhases) == 0 {
+		fmt.Fprintln(w, "  none")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "PHASE\tRECORDS\tBYTES\tOPEN FOR\t")
+		for _, o := range st.OpenPhases {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t\n", o.Phase, o.Records, fmtBytes(o.Bytes), st.Updated.Sub(o.Opened).Round(time.Millisecond))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	shown := st.Sealed[max(0, len(st.Sealed)-max(sealed, 0)):]
+	fmt.Fprintf(w, "\nLAST SEALED PHASES (%d of %d kept, newest first)\n", len(shown), len(st.Sealed))
+	if len(shown) == 0 {
+		fmt.Fprintln(w, "  none yet")
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\tSEALED BY\tRECORDS\tPER TOPIC\tTOOK\tCV\tSLOWEST PARTITION\tSEALED AT\t")
+	for i := len(shown) - 1; i >= 0; i-- {
+		s := shown[i]
+		took := time.Duration(s.Duration * float64(time.Second)).Round(time.Millisecond)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%.2f\t%s\t%s\t\n", s.Phase, s.SealedBy, s.Records, fmtPerTopic(s.PerTopic),
+			took, s.CV, orDash(s.Straggler), fmtStamp(s.Sealed))
+	}
+	return tw.Flush()
+}
+
+// slowestPartitions returns the partitions holding the global watermark
+// back: among live (not idle) partitions, those with the lowest (watermark
+// phase, time watermark), provided some live partition is ahead of them.
+// With fewer than two live partitions, or all level, none is. The live view
+// (ui/index.html, slowest) applies the same rule.
+func slowestPartitions(parts []proxy.PartitionStatus) map[string]bool {
+	order := func(a, b proxy.PartitionStatus) int {
+		return cmp.Or(cmp.Compare(a.Watermark, b.Watermark), cmp.Compare(a.WatermarkMs, b.WatermarkMs))
+	}
+	var live []proxy.PartitionStatus
+	for _, p := range parts {
+		if !p.Idle {
+			live = append(live, p)
+		}
+	}
+	out := map[string]bool{}
+	if len(live) < 2 {
+		return out
+	}
+	lo, hi := slices.MinFunc(live, order), slices.MaxFunc(live, order)
+	if order(lo, hi) == 0 {
+		return out
+	}
+	for _, p := range live {
+		if order(p, lo) == 0 {
+			out[partKey(p)] = true
+		}
+	}
+	return out
+}
+
+func partKey(p proxy.PartitionStatus) string { return p.Topic + "/" + strconv.Itoa(int(p.Partition)) }
+
+// fmtLead is how far p's watermark is ahead of the global one: in event
+// time when both have a time watermark, else in phases.
+func fmtLead(p proxy.PartitionStatus, st *proxy.Status) string {
+	if p.WatermarkMs > 0 && st.GlobalMs > 0 {
+		d := time.Duration(p.WatermarkMs-st.GlobalMs) * time.Millisecond
+		if d > 0 {
+			return "+" + d.String()
+		}
+		return d.String()
+	}
+	d := int64(p.Watermark - st.GlobalWatermark) // two's complement: behind is negative
+	return fmt.Sprintf("%+d ph", d)
+}
+
+func fmtPerTopic(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, t+"="+strconv.Itoa(m[t]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func fmtBytes(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	f, unit := float64(n), ""
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		f, unit = f/1024, u
+		if f < 1024 {
+			break
+		}
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + " " + unit
+}
+
+func fmtStamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func fmtMs(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return fmtStamp(time.UnixMilli(ms))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
