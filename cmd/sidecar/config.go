@@ -47,6 +47,7 @@ type Config struct {
 	HTTPAddr           string        `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
 	LogLevel           string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"LOG_FORMAT" envDefault:"text" help:"text or json"`
+	Security
 }
 
 // configError is an invalid or missing variable: exit status 2.
@@ -92,6 +93,9 @@ func loadConfig(environ map[string]string) (Config, error) {
 	if cfg.TransactionTimeout <= 0 || cfg.TransactionTimeout >= cfg.SessionTimeout {
 		return cfg, badVar("TRANSACTION_TIMEOUT", cfg.TransactionTimeout.String(),
 			fmt.Sprintf("positive and below %sSESSION_TIMEOUT=%s, or the group may move on while a transaction is still open", envPrefix, cfg.SessionTimeout))
+	}
+	if err := cfg.Security.resolve(); err != nil {
+		return cfg, err
 	}
 	pc, err := cfg.pipeline()
 	if err != nil {
@@ -190,9 +194,26 @@ Environment:
 `)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tMEANING")
-	t := reflect.TypeFor[Config]()
+	helpRows(tw, reflect.TypeFor[Config]())
+	tw.Flush()
+	fmt.Fprint(w, `
+Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime error
+(including being fenced by another instance with the same transactional ID),
+2 on invalid configuration.
+`)
+}
+
+// helpRows prints a row per variable of t, descending into embedded structs.
+func helpRows(tw io.Writer, t reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous {
+			helpRows(tw, f.Type)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
 		tag := strings.Split(f.Tag.Get("env"), ",")
 		def := f.Tag.Get("envDefault")
 		if len(tag) > 1 && tag[1] == "required" {
@@ -202,10 +223,4 @@ Environment:
 		}
 		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", envPrefix, tag[0], def, f.Tag.Get("help"))
 	}
-	tw.Flush()
-	fmt.Fprint(w, `
-Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime error
-(including being fenced by another instance with the same transactional ID),
-2 on invalid configuration.
-`)
 }

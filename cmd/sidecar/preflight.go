@@ -1,9 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"syscall"
 
 	"github.com/IBM/sarama"
 
@@ -20,7 +25,7 @@ const apiInitProducerID = 22
 func preflight(k proxy.Kafka, cfg Config, log *slog.Logger) error {
 	client, err := sarama.NewClient(k.Brokers, k.Base())
 	if err != nil {
-		return fmt.Errorf("cannot reach PHASEGATE_BROKERS=%v: %w (check the addresses and that the brokers are up)", k.Brokers, err)
+		return diagnose(k, err)
 	}
 	defer client.Close()
 	if err := checkTransactions(client); err != nil {
@@ -88,4 +93,55 @@ func createQuarantine(client sarama.Client, cfg Config, log *slog.Logger) error 
 	}
 	log.Info("quarantine topic created", "topic", cfg.QuarantineTopic, "partitions", len(parts), "replication_factor", rf)
 	return client.RefreshMetadata(cfg.QuarantineTopic)
+}
+
+// diagnose finds out why no broker answered: sarama only says it ran out of
+// brokers, so the first broker is dialled alone and its error explained.
+func diagnose(k proxy.Kafka, err error) error {
+	addr := k.Brokers[0]
+	b := sarama.NewBroker(addr)
+	conf := k.Base()
+	conf.Net.DialTimeout = 10 * conf.Net.DialTimeout / 30 // a third of the default: enough to see the cause
+	if oerr := b.Open(conf); oerr == nil {
+		_, err = b.Connected()
+		_ = b.Close()
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var recordHeader tls.RecordHeaderError
+	switch {
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
+		return fmt.Errorf("SASL authentication failed at %s for user %q with %s: check PHASEGATE_SASL_USERNAME, PHASEGATE_SASL_PASSWORD (or _FILE) and PHASEGATE_SASL_MECHANISM",
+			addr, conf.Net.SASL.User, conf.Net.SASL.Mechanism)
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("TLS: the certificate of %s is signed by an authority this sidecar does not trust (%v): set PHASEGATE_TLS_CA_FILE to the CA that signed it", addr, err)
+	case errors.As(err, &hostname):
+		return fmt.Errorf("TLS: the certificate of %s is not valid for that name (%v): connect by a name it lists, or set PHASEGATE_TLS_SERVER_NAME", addr, err)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("TLS: the certificate of %s is invalid (%v)", addr, err)
+	case errors.As(err, &recordHeader):
+		return fmt.Errorf("TLS: %s does not answer in TLS: is it a PLAINTEXT or SASL_PLAINTEXT listener? Check PHASEGATE_SECURITY_PROTOCOL and the port", addr)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("nothing listens at %s (connection refused): check PHASEGATE_BROKERS and that the broker is up", addr)
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%s closed the connection: its listener probably expects another PHASEGATE_SECURITY_PROTOCOL (TLS or SASL) than %s", addr, protocolOf(conf))
+	}
+	var nerr net.Error
+	if errors.As(err, &nerr) && nerr.Timeout() {
+		return fmt.Errorf("%s did not answer in time (%v): check PHASEGATE_BROKERS, the network, and PHASEGATE_SECURITY_PROTOCOL", addr, err)
+	}
+	return fmt.Errorf("cannot reach PHASEGATE_BROKERS=%v: %w (check the addresses, that the brokers are up, and PHASEGATE_SECURITY_PROTOCOL)", k.Brokers, err)
+}
+
+func protocolOf(c *sarama.Config) string {
+	switch {
+	case c.Net.TLS.Enable && c.Net.SASL.Enable:
+		return "SASL_SSL"
+	case c.Net.TLS.Enable:
+		return "SSL"
+	case c.Net.SASL.Enable:
+		return "SASL_PLAINTEXT"
+	}
+	return "PLAINTEXT"
 }

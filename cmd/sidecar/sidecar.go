@@ -37,6 +37,7 @@ func (c Config) kafka() proxy.Kafka {
 			sc.Version = version
 			sc.ClientID = c.ClientID
 			sc.Metadata.Full = false
+			c.Security.apply(sc)
 			return sc
 		},
 		TransactionTimeout: c.TransactionTimeout,
@@ -46,6 +47,7 @@ func (c Config) kafka() proxy.Kafka {
 
 // start checks the cluster, connects the pipeline and starts HTTP.
 func start(ctx context.Context, cfg Config, log *slog.Logger) (*sidecar, error) {
+	cfg.Security.warn(log)
 	k := cfg.kafka()
 	if err := preflight(k, cfg, log); err != nil {
 		return nil, err
