@@ -1,7 +1,7 @@
 # phasegate: the commands the README promises.
 GO ?= go
 
-.PHONY: demo test unit e2e fuzz bench vet
+.PHONY: demo test unit e2e fuzz bench vet artifacts
 
 ## demo: the embedded run: an in-process broker, two skewed forks, the sidecar.
 demo:
@@ -9,7 +9,7 @@ demo:
 
 ## test: everything CI runs: vet, the unit and kfake suites under -race, and
 ## the real-broker suite (started by e2e/kafka/kafka.sh when no broker is given).
-test: vet unit e2e
+test: vet unit artifacts e2e
 
 vet:
 	$(GO) vet ./...
@@ -20,6 +20,10 @@ unit:
 
 e2e:
 	./e2e/run.sh
+
+## artifacts: the Dockerfile's build step, the static binary, docker-compose.yml
+artifacts:
+	./scripts/check-artifacts.sh
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s).
 FUZZTIME ?= 60s

@@ -186,6 +186,7 @@ func printHelp(w io.Writer) {
 Usage:
   sidecar              run, configured by the environment variables below
   sidecar demo         run an embedded demo (in-process broker, no setup)
+  sidecar config       check the environment and print the configuration it gives (secrets redacted)
   sidecar status       print the local sidecar's /phases as a table (-addr to ask another one)
   sidecar healthcheck  exit 0 when the local sidecar's /healthz answers (for container health checks)
   sidecar --help       this text
@@ -222,5 +223,34 @@ func helpRows(tw io.Writer, t reflect.Type) {
 			def = "-"
 		}
 		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", envPrefix, tag[0], def, f.Tag.Get("help"))
+	}
+}
+
+// printConfig prints every variable's effective value, secrets redacted.
+func printConfig(w io.Writer, cfg Config) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	configRows(tw, reflect.ValueOf(cfg))
+	tw.Flush()
+}
+
+func configRows(w io.Writer, v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			configRows(w, v.Field(i))
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		val := fmt.Sprint(v.Field(i).Interface())
+		if sl, ok := v.Field(i).Interface().([]string); ok {
+			val = strings.Join(sl, ",")
+		}
+		if f.Tag.Get("secret") == "true" && val != "" {
+			val = "(redacted)"
+		}
+		fmt.Fprintf(w, "%s%s\t%s\n", envPrefix, strings.Split(f.Tag.Get("env"), ",")[0], val)
 	}
 }

@@ -47,6 +47,14 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		return healthcheck(environ, stderr)
 	case "status":
 		return runStatus(args[1:], environ, stdout, stderr)
+	case "config":
+		cfg, err := loadConfig(environ)
+		if err != nil {
+			fmt.Fprintln(stderr, "sidecar:", err)
+			return 2
+		}
+		printConfig(stdout, cfg)
+		return 0
 	case "":
 	default:
 		fmt.Fprintf(stderr, "sidecar: unknown command %q (try sidecar --help)\n", cmd)

@@ -88,3 +88,20 @@ func TestHelpHidesSecrets(t *testing.T) {
 		t.Fatalf("--help: security variables missing or a secret shown")
 	}
 }
+
+// sidecar config prints the effective configuration with the password
+// redacted.
+func TestConfigCommandRedactsSecrets(t *testing.T) {
+	env := validEnv()
+	env["PHASEGATE_SECURITY_PROTOCOL"] = "SASL_PLAINTEXT"
+	env["PHASEGATE_SASL_USERNAME"] = "alice"
+	env["PHASEGATE_SASL_PASSWORD"] = "hunter2"
+	var out, errOut bytes.Buffer
+	if code := run([]string{"config"}, env, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if strings.Contains(out.String(), "hunter2") || !strings.Contains(out.String(), "(redacted)") ||
+		!strings.Contains(out.String(), "PHASEGATE_SASL_USERNAME") || !strings.Contains(out.String(), "alice") {
+		t.Fatalf("config output:\n%s", out.String())
+	}
+}
