@@ -47,6 +47,7 @@ type Config struct {
 	HTTPAddr           string        `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
 	LogLevel           string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat          string        `env:"LOG_FORMAT" envDefault:"text" help:"text or json"`
+	Pprof              bool          `env:"PPROF" envDefault:"false" help:"serve Go's profiler on /debug/pprof/ (for benchmarks and debugging)"`
 	Security
 }
 

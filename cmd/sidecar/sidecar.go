@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -64,7 +65,14 @@ func start(ctx context.Context, cfg Config, log *slog.Logger) (*sidecar, error) 
 		return nil, fmt.Errorf("listen on PHASEGATE_HTTP_ADDR=%s: %w", cfg.HTTPAddr, err)
 	}
 	s := &sidecar{ctx: ctx, log: log, pipe: pipe, ln: ln}
-	s.http = &http.Server{Handler: s.routes(reg), ReadHeaderTimeout: 5 * time.Second}
+	mux := s.routes(reg)
+	if cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("HTTP server stopped", "err", err)
@@ -84,7 +92,7 @@ func (s *sidecar) close() {
 	_ = s.http.Shutdown(ctx)
 }
 
-func (s *sidecar) routes(reg *prometheus.Registry) http.Handler {
+func (s *sidecar) routes(reg *prometheus.Registry) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", liveView())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
