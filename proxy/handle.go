@@ -30,7 +30,7 @@ func (p *Pipeline) handle(d delivery) {
 	ps.next = msg.Offset + 1
 	replay := msg.Offset < ps.replayBelow
 	if !replay {
-		p.metrics.recordsIn.WithLabelValues(msg.Topic).Inc()
+		ps.recordsIn.Inc()
 	}
 
 	var meta markers.Meta

@@ -3,6 +3,8 @@ package proxy
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/watermarks"
 )
@@ -33,6 +35,8 @@ type partState struct {
 	lag lagState
 	// paused mirrors the tracker's effective pause decision, as applied.
 	paused bool
+	// recordsIn is the topic's records-in counter, looked up once.
+	recordsIn prometheus.Counter
 	// pausedSeen is the paused time already added to the metric.
 	pausedSeen time.Duration
 }

@@ -275,6 +275,7 @@ func (p *Pipeline) setup(s sarama.ConsumerGroupSession) (*generation, error) {
 
 func (p *Pipeline) initPartitionMetrics(ps *partState) {
 	part := strconv.Itoa(int(ps.partition))
+	ps.recordsIn = p.metrics.recordsIn.WithLabelValues(ps.topic)
 	p.metrics.watermarkLag.WithLabelValues(ps.topic, part)
 	p.metrics.consumerLag.WithLabelValues(ps.topic, part)
 	p.metrics.idle.WithLabelValues(ps.topic, part)
