@@ -209,12 +209,9 @@ func (p *Pipeline) setup(s sarama.ConsumerGroupSession) (*generation, error) {
 			}
 			cm, err := parseCommitMeta(meta)
 			if err != nil {
-				if !errors.Is(err, errForeignMeta) {
-					return nil, err
-				}
 				if meta != "" {
-					p.log.Warn("committed offset carries no phasegate metadata; starting this partition without replay protection",
-						"topic", topic, "partition", id, "offset", off)
+					p.log.Warn("committed offset carries no phasegate metadata; this partition starts without replay protection",
+						"topic", topic, "partition", id, "offset", off, "err", err)
 				}
 				cm = commitMeta{consumed: off}
 			}
