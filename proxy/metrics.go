@@ -12,27 +12,27 @@ import (
 // topics and partitions of the configuration, causes and reasons of the wire
 // format; never keys or phase IDs.
 type Metrics struct {
-	recordsIn      *prometheus.CounterVec
-	recordsOut     prometheus.Counter
-	markersOut     prometheus.Counter
-	duplicates     *prometheus.CounterVec
-	quarantined    *prometheus.CounterVec
-	phasesSealed   *prometheus.CounterVec
-	sealTimeouts   prometheus.Counter
-	phaseDuration  *prometheus.HistogramVec
-	sealToCommit   prometheus.Histogram
-	bufferedBytes  *prometheus.GaugeVec
-	bufferedRecs   *prometheus.GaugeVec
-	watermarkLag *prometheus.GaugeVec
-	consumerLag    *prometheus.GaugeVec
-	idle           *prometheus.GaugeVec
-	paused         *prometheus.GaugeVec
-	pausedSeconds  *prometheus.CounterVec
-	globalPhase    prometheus.Gauge
-	stragglerCV    prometheus.Gauge
-	rebalances     prometheus.Counter
-	rewinds        prometheus.Counter
-	dedupeFull     prometheus.Counter
+	recordsIn     *prometheus.CounterVec
+	recordsOut    prometheus.Counter
+	markersOut    prometheus.Counter
+	duplicates    *prometheus.CounterVec
+	quarantined   *prometheus.CounterVec
+	phasesSealed  *prometheus.CounterVec
+	sealTimeouts  prometheus.Counter
+	phaseDuration *prometheus.HistogramVec
+	sealToCommit  prometheus.Histogram
+	bufferedBytes *prometheus.GaugeVec
+	bufferedRecs  *prometheus.GaugeVec
+	watermarkLag  *prometheus.GaugeVec
+	consumerLag   *prometheus.GaugeVec
+	idle          *prometheus.GaugeVec
+	paused        *prometheus.GaugeVec
+	pausedSeconds *prometheus.CounterVec
+	globalPhase   prometheus.Gauge
+	stragglerCV   prometheus.Gauge
+	rebalances    prometheus.Counter
+	rewinds       prometheus.Counter
+	dedupeFull    prometheus.Counter
 }
 
 // phaseBuckets cover phases from 10 ms to 10 minutes: a phase lasts at least

@@ -35,6 +35,8 @@ type partState struct {
 	lag lagState
 	// paused mirrors the tracker's effective pause decision, as applied.
 	paused bool
+	// idle is the idleness last logged.
+	idle bool
 	// recordsIn is the topic's records-in counter, looked up once.
 	recordsIn prometheus.Counter
 	// pausedSeen is the paused time already added to the metric.

@@ -114,8 +114,18 @@ func (p *Pipeline) publish(g *generation) {
 	st.BufferedBytes = snap.BufferedBytes
 	allIdle := len(snap.Partitions) > 0
 	perTopicBytes, perTopicRecs := map[string]int64{}, map[string]int{}
+	holder := slowestLive(snap)
 	for _, ps := range snap.Partitions {
 		part := strconv.Itoa(int(ps.Partition))
+		if own := g.parts[tp{ps.Topic, ps.Partition}]; own.idle != ps.Idle {
+			own.idle = ps.Idle
+			if ps.Idle {
+				p.log.Info("partition idle: no record for PHASEGATE_IDLE_TIMEOUT and no lag; phases seal without it (sealed_by idle), and a record of a sealed phase arriving later goes to the quarantine",
+					"topic", ps.Topic, "partition", ps.Partition, "watermark_phase", ps.Low)
+			} else {
+				p.log.Info("partition live again", "topic", ps.Topic, "partition", ps.Partition)
+			}
+		}
 		st.Partitions = append(st.Partitions, PartitionStatus{
 			Topic: ps.Topic, Partition: ps.Partition, Watermark: ps.Low, WatermarkMs: ps.TimeWatermarkMs,
 			Lag: ps.Lag, LagKnown: ps.LagKnown, Idle: ps.Idle, Paused: ps.Paused, PauseReasons: ps.Reasons,
@@ -147,6 +157,11 @@ func (p *Pipeline) publish(g *generation) {
 	if snap.Timeouts > g.timeoutsSeen {
 		p.metrics.sealTimeouts.Add(float64(snap.Timeouts - g.timeoutsSeen))
 		g.timeoutsSeen = snap.Timeouts
+		args := []any{"seal_timeout", snap.SealTimeout, "policy", p.cfg.Watermarks.SealPolicy}
+		if holder != nil {
+			args = append(args, "held_by_topic", holder.Topic, "held_by_partition", holder.Partition, "lag", holder.Lag)
+		}
+		p.log.Warn("a phase stayed open longer than the seal timeout: the partition holding the global watermark has not passed it; check that partition's producer, or set PHASEGATE_SEAL_POLICY=seal to seal such phases anyway (sealed_by timeout)", args...)
 	}
 	st.Ready = len(st.OpenPhases) == 0 || allIdle || now.Sub(p.lastSeal) < 2*snap.SealTimeout
 	p.status.Store(st)
@@ -157,4 +172,17 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// slowestLive is the live partition holding the global watermark back (the
+// lowest watermark), or nil when every partition is idle.
+func slowestLive(snap watermarks.Snapshot) *watermarks.PartitionState {
+	var slow *watermarks.PartitionState
+	for i := range snap.Partitions {
+		ps := &snap.Partitions[i]
+		if !ps.Idle && (slow == nil || ps.Low < slow.Low) {
+			slow = ps
+		}
+	}
+	return slow
 }

@@ -65,12 +65,13 @@ func (p *Pipeline) applyActions(g *generation) {
 			for _, r := range a.Reasons {
 				p.metrics.paused.WithLabelValues(ps.topic, part, r).Set(1)
 			}
-			p.log.Debug("partition paused", "topic", ps.topic, "partition", ps.partition, "reasons", a.Reasons)
+			p.log.Info("partition paused: it runs ahead of the global watermark while the buffer is over half of PHASEGATE_MAX_BUFFER_BYTES; it resumes when the slowest partition catches up",
+				"topic", ps.topic, "partition", ps.partition, "reasons", a.Reasons)
 		} else {
 			resume[ps.topic] = append(resume[ps.topic], ps.partition)
 			p.metrics.paused.DeletePartialMatch(map[string]string{"topic": ps.topic, "partition": part})
 			p.metrics.paused.WithLabelValues(ps.topic, part, pauseReasonBuffer)
-			p.log.Debug("partition resumed", "topic", ps.topic, "partition", ps.partition)
+			p.log.Info("partition resumed", "topic", ps.topic, "partition", ps.partition)
 		}
 	}
 	if len(pause) > 0 {
