@@ -1,0 +1,221 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"image/png"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/internal/kafkatest"
+	"github.com/phasegate/phasegate/proxy"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// The branch of payments/1 delivers each record this long after its
+// timestamp, so that partition holds the global watermark back.
+const liveSlowDelay = 800 * time.Millisecond
+
+// A user opens the live view of a running sidecar whose payments/1 lags:
+// that partition is marked slowest, and sealed phases appear with the cause
+// the pipeline recorded. The screenshot is kept as an artifact
+// (PHASEGATE_ARTIFACTS, else bin/artifacts); with PHASEGATE_UPDATE_DOCS=1 it
+// also replaces docs/live-view.png.
+func TestLiveViewOfRunningSidecar(t *testing.T) {
+	bin := chromium(t)
+	const fast, slow, out = "orders", "payments", "aligned"
+	cluster, err := kafkatest.Kfake(map[string]int32{fast: 2, slow: 2, out: 2, out + ".quarantine": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	cfg := proxy.Config{
+		InputTopics: []string{fast, slow}, OutputTopic: out, QuarantineTopic: out + ".quarantine",
+		GroupID: "phasegate-ui", TransactionalID: "phasegate-ui-0",
+		Watermarks: watermarks.Config{
+			PhaseLength: 500 * time.Millisecond, MaxOutOfOrderness: 50 * time.Millisecond, IdleTimeout: 10 * time.Second,
+			MaxBufferBytes: 64 << 20, SealTimeoutMin: 5 * time.Second, SealTimeoutMax: time.Minute,
+			SealPolicy: watermarks.PolicyWait, Now: time.Now,
+		},
+		Dedupe: dedupe.Config{MaxSealedPhases: 64, MaxIdentities: 1 << 20},
+		Tick:   10 * time.Millisecond, LagInterval: 200 * time.Millisecond, QuarantineDelay: 500 * time.Millisecond,
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sc, err := kafkatest.StartSidecar(kafkatest.KafkaFor(brokers), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sc.Stop(); err != nil {
+			t.Errorf("pipeline: %v", err)
+		}
+	})
+	feed(t, brokers, fast, slow)
+
+	pipe := sc.Pipeline
+	var lastSealed uint64
+	pollUntil(t, 60*time.Second, "no phase sealed with payments/1 holding the watermark back", func() bool {
+		st := pipe.Status()
+		if st == nil || st.LastSealed == nil || len(st.Sealed) < 2 {
+			return false
+		}
+		lastSealed = *st.LastSealed
+		slowest := slices.Sorted(maps.Keys(slowestPartitions(st.Partitions)))
+		return slices.Equal(slowest, []string{slow + "/1"})
+	})
+
+	// The sidecar's own routes, so / is what sidecar.go serves. Chromium's
+	// virtual time fires the page's 1 s refresh timer at once; holding each
+	// /phases answer until the pipeline has published a newer state gives
+	// every refresh a new state, as a second of real time would.
+	s := &sidecar{pipe: pipe, log: log}
+	routes := s.routes(sc.Registry)
+	var mu sync.Mutex // serialises /phases answers and guards served
+	var served time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/phases" {
+			mu.Lock()
+			defer mu.Unlock()
+			waitNewer(r.Context(), pipe, served)
+			served = pipe.Status().Updated
+		}
+		routes.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	dom := dumpDOM(t, bin, srv.URL+"/", 4*time.Second)
+	rows := partitionRows(t, dom)
+	if got := slices.Sorted(maps.Keys(rows)); !slices.Equal(got, []string{"orders/0", "orders/1", "payments/0", "payments/1"}) {
+		t.Fatalf("partition rows %v, want every partition of both forks", got)
+	}
+	for k, r := range rows {
+		wantSlow := k == slow+"/1"
+		if (r.attrs["data-slowest"] == "true") != wantSlow || strings.Contains(r.text, "slowest") != wantSlow {
+			t.Errorf("%s: data-slowest=%q, row %q; want slowest marked on %s/1 only", k, r.attrs["data-slowest"], r.text, slow)
+		}
+	}
+	sealed := sealedRows(dom)
+	if len(sealed) == 0 {
+		t.Fatal("the page shows no sealed phase")
+	}
+	newest, err := strconv.ParseUint(sealed[0].attrs["data-phase"], 10, 64)
+	if err != nil || newest < lastSealed {
+		t.Errorf("newest sealed phase on the page is %q, the pipeline had sealed %d before the page loaded", sealed[0].attrs["data-phase"], lastSealed)
+	}
+	checkSealedRows(t, sealed, pipe.Status().Sealed)
+	// Nothing is idle and no phase waits for the timeout: the watermark seals.
+	if by := sealed[0].attrs["data-sealed-by"]; by != "watermark" {
+		t.Errorf("newest sealed phase: sealed by %q, row %q; want watermark", by, sealed[0].text)
+	}
+
+	shot := filepath.Join(artifactDir(t), "live-view.png")
+	screenshot(t, bin, srv.URL+"/", shot, 8*time.Second)
+	checkPNG(t, shot, 1280, 900)
+	t.Logf("screenshot of the live view: %s", shot)
+	if os.Getenv("PHASEGATE_UPDATE_DOCS") == "1" {
+		doc := filepath.Join(moduleRoot(t), "docs", "live-view.png")
+		b, err := os.ReadFile(shot)
+		if err == nil {
+			err = os.WriteFile(doc, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("updated %s", doc)
+	}
+}
+
+// feed writes a record to every partition of both forks every 10 ms until
+// the test ends; payments/1's records arrive liveSlowDelay after their
+// timestamps.
+func feed(t *testing.T, brokers []string, fast, slow string) {
+	t.Helper()
+	prod, err := kafkatest.NewProducer(brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		prod.Close()
+	})
+	wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		var late []*kgo.Record
+		for ctx.Err() == nil {
+			now := time.Now()
+			recs := []*kgo.Record{
+				{Topic: fast, Partition: 0, Timestamp: now, Value: []byte("order")},
+				{Topic: fast, Partition: 1, Timestamp: now, Value: []byte("order")},
+				{Topic: slow, Partition: 0, Timestamp: now, Value: []byte("payment")},
+			}
+			late = append(late, &kgo.Record{Topic: slow, Partition: 1, Timestamp: now, Value: []byte("payment")})
+			for len(late) > 0 && now.Sub(late[0].Timestamp) >= liveSlowDelay {
+				recs, late = append(recs, late[0]), late[1:]
+			}
+			if err := prod.Produce(ctx, recs...); err != nil && ctx.Err() == nil {
+				t.Errorf("feed: %v", err)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// waitNewer returns once the pipeline has published a status newer than
+// since, after 2 s, or when ctx ends.
+func waitNewer(ctx context.Context, pipe *proxy.Pipeline, since time.Time) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Second)
+	for {
+		if st := pipe.Status(); st != nil && st.Updated.After(since) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// checkPNG fails unless file is a PNG of w x h pixels.
+func checkPNG(t *testing.T, file string, w, h int) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", file, err)
+	}
+	if cfg.Width != w || cfg.Height != h {
+		t.Errorf("screenshot is %dx%d, want %dx%d", cfg.Width, cfg.Height, w, h)
+	}
+}
