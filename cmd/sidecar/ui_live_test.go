@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"image/png"
 	"log/slog"
@@ -37,7 +38,97 @@ const liveSlowDelay = 800 * time.Millisecond
 // also replaces docs/live-view.png.
 func TestLiveViewOfRunningSidecar(t *testing.T) {
 	bin := chromium(t)
-	const fast, slow, out = "orders", "payments", "aligned"
+	pipe, url, lastSealed := startSlowSidecar(t)
+	const slow = liveSlow
+
+	dom := dumpDOM(t, bin, url, 4*time.Second)
+	rows := partitionRows(t, dom)
+	if got := slices.Sorted(maps.Keys(rows)); !slices.Equal(got, []string{"orders/0", "orders/1", "payments/0", "payments/1"}) {
+		t.Fatalf("partition rows %v, want every partition of both forks", got)
+	}
+	for k, r := range rows {
+		wantSlow := k == slow+"/1"
+		if (r.attrs["data-slowest"] == "true") != wantSlow || strings.Contains(r.text, "slowest") != wantSlow {
+			t.Errorf("%s: data-slowest=%q, row %q; want slowest marked on %s/1 only", k, r.attrs["data-slowest"], r.text, slow)
+		}
+	}
+	sealed := sealedRows(dom)
+	if len(sealed) == 0 {
+		t.Fatal("the page shows no sealed phase")
+	}
+	newest, err := strconv.ParseUint(sealed[0].attrs["data-phase"], 10, 64)
+	if err != nil || newest < lastSealed {
+		t.Errorf("newest sealed phase on the page is %q, the pipeline had sealed %d before the page loaded", sealed[0].attrs["data-phase"], lastSealed)
+	}
+	checkSealedRows(t, sealed, pipe.Status().Sealed)
+	// Nothing is idle and no phase waits for the timeout: the watermark seals.
+	if by := sealed[0].attrs["data-sealed-by"]; by != "watermark" {
+		t.Errorf("newest sealed phase: sealed by %q, row %q; want watermark", by, sealed[0].text)
+	}
+
+	shot := filepath.Join(artifactDir(t), "live-view.png")
+	screenshot(t, bin, url, shot, 8*time.Second)
+	checkPNG(t, shot, 1280, 900)
+	t.Logf("screenshot of the live view: %s", shot)
+	if os.Getenv("PHASEGATE_UPDATE_DOCS") == "1" {
+		doc := filepath.Join(moduleRoot(t), "docs", "live-view.png")
+		b, err := os.ReadFile(shot)
+		if err == nil {
+			err = os.WriteFile(doc, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("updated %s", doc)
+	}
+}
+
+// `sidecar status` against a running sidecar prints the lagging partition
+// as the slowest and the phases it sealed.
+func TestStatusOfRunningSidecar(t *testing.T) {
+	_, url, lastSealed := startSlowSidecar(t)
+	var stdout, stderr bytes.Buffer
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	if code := run([]string{"status", "-addr", addr}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("status exited %d: %s", code, stderr.String())
+	}
+	ls := lines(stdout.String())
+	parts, sealedAt := 0, -1
+	for i, l := range ls {
+		f := strings.Fields(l)
+		if len(f) > 1 && (f[0] == liveFast || f[0] == liveSlow) {
+			parts++
+			wantSlow := f[0] == liveSlow && f[1] == "1"
+			if strings.HasSuffix(l, "<- slowest: holds the global watermark back") != wantSlow {
+				t.Errorf("partition line %q: want only %s 1 marked slowest", l, liveSlow)
+			}
+		}
+		if strings.HasPrefix(l, "PHASE SEALED BY") {
+			sealedAt = i
+		}
+	}
+	if parts != 4 {
+		t.Errorf("%d partition lines, want 4:\n%s", parts, stdout.String())
+	}
+	if sealedAt < 0 || sealedAt+1 >= len(ls) {
+		t.Fatalf("no sealed phase printed:\n%s", stdout.String())
+	}
+	f := strings.Fields(ls[sealedAt+1])
+	if newest, err := strconv.ParseUint(f[0], 10, 64); err != nil || newest < lastSealed || len(f) < 2 || f[1] != "watermark" {
+		t.Errorf("newest sealed phase line %q: want phase >= %d sealed by watermark", ls[sealedAt+1], lastSealed)
+	}
+}
+
+// The running sidecar's forks: payments/1 lags liveSlowDelay behind.
+const liveFast, liveSlow = "orders", "payments"
+
+// startSlowSidecar runs a pipeline on kfake fed by feed, waits until it has
+// sealed phases with payments/1 holding the watermark back, and serves the
+// sidecar's routes. It returns the pipeline, the base URL ending in "/", and
+// the last sealed phase seen before returning.
+func startSlowSidecar(t *testing.T) (*proxy.Pipeline, string, uint64) {
+	t.Helper()
+	const fast, slow, out = liveFast, liveSlow, "aligned"
 	cluster, err := kafkatest.Kfake(map[string]int32{fast: 2, slow: 2, out: 2, out + ".quarantine": 2})
 	if err != nil {
 		t.Fatal(err)
@@ -97,47 +188,7 @@ func TestLiveViewOfRunningSidecar(t *testing.T) {
 		routes.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-
-	dom := dumpDOM(t, bin, srv.URL+"/", 4*time.Second)
-	rows := partitionRows(t, dom)
-	if got := slices.Sorted(maps.Keys(rows)); !slices.Equal(got, []string{"orders/0", "orders/1", "payments/0", "payments/1"}) {
-		t.Fatalf("partition rows %v, want every partition of both forks", got)
-	}
-	for k, r := range rows {
-		wantSlow := k == slow+"/1"
-		if (r.attrs["data-slowest"] == "true") != wantSlow || strings.Contains(r.text, "slowest") != wantSlow {
-			t.Errorf("%s: data-slowest=%q, row %q; want slowest marked on %s/1 only", k, r.attrs["data-slowest"], r.text, slow)
-		}
-	}
-	sealed := sealedRows(dom)
-	if len(sealed) == 0 {
-		t.Fatal("the page shows no sealed phase")
-	}
-	newest, err := strconv.ParseUint(sealed[0].attrs["data-phase"], 10, 64)
-	if err != nil || newest < lastSealed {
-		t.Errorf("newest sealed phase on the page is %q, the pipeline had sealed %d before the page loaded", sealed[0].attrs["data-phase"], lastSealed)
-	}
-	checkSealedRows(t, sealed, pipe.Status().Sealed)
-	// Nothing is idle and no phase waits for the timeout: the watermark seals.
-	if by := sealed[0].attrs["data-sealed-by"]; by != "watermark" {
-		t.Errorf("newest sealed phase: sealed by %q, row %q; want watermark", by, sealed[0].text)
-	}
-
-	shot := filepath.Join(artifactDir(t), "live-view.png")
-	screenshot(t, bin, srv.URL+"/", shot, 8*time.Second)
-	checkPNG(t, shot, 1280, 900)
-	t.Logf("screenshot of the live view: %s", shot)
-	if os.Getenv("PHASEGATE_UPDATE_DOCS") == "1" {
-		doc := filepath.Join(moduleRoot(t), "docs", "live-view.png")
-		b, err := os.ReadFile(shot)
-		if err == nil {
-			err = os.WriteFile(doc, b, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("updated %s", doc)
-	}
+	return pipe, srv.URL + "/", lastSealed
 }
 
 // feed writes a record to every partition of both forks every 10 ms until
