@@ -90,7 +90,7 @@ func (p *Pipeline) committedBatch(g *generation, seals []watermarks.Seal, positi
 			p.log.Warn("one branch straggles: phase durations vary across input topics (coefficient of variation above 0.6); the join waits for the slowest",
 				"phase", s.Phase, "cv", s.Stats.CV, "slowest_topic", slow.Topic, "slowest_partition", slow.Partition, "slowest_duration", slow.Duration)
 		}
-		p.record(s)
+		p.record(s, ph)
 		p.log.Debug("phase sealed", "phase", s.Phase, "sealed_by", s.By.String(), "records", s.Records,
 			"duration", s.Sealed.Sub(s.Opened), "cv", s.Stats.CV)
 	}

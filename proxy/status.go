@@ -67,12 +67,10 @@ const historyLen = 32
 const publishEvery = 200 * time.Millisecond
 
 // record remembers a committed phase for Status.
-func (p *Pipeline) record(s watermarks.Seal) {
+func (p *Pipeline) record(s watermarks.Seal, ph *openPhase) {
 	per := map[string]int{}
-	if ph := p.gen.buf.phases[s.Phase]; ph != nil {
-		for _, m := range ph.records {
-			per[m.Topic]++
-		}
+	for _, m := range ph.records {
+		per[m.Topic]++
 	}
 	slowest := ""
 	for _, d := range s.Stats.PerPartition {
