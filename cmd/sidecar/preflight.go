@@ -55,9 +55,12 @@ func preflight(k proxy.Kafka, cfg Config, log *slog.Logger) error {
 
 // checkTransactions asks a broker for its API versions.
 func checkTransactions(client sarama.Client) error {
+	if err := client.RefreshMetadata(); err != nil {
+		return fmt.Errorf("read the cluster metadata: %w", err)
+	}
 	brokers := client.Brokers()
 	if len(brokers) == 0 {
-		return errors.New("no broker in the cluster metadata")
+		return errors.New("the cluster metadata lists no broker")
 	}
 	b := brokers[0]
 	if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {

@@ -37,7 +37,6 @@ func (c Config) kafka() proxy.Kafka {
 			sc := sarama.NewConfig()
 			sc.Version = version
 			sc.ClientID = c.ClientID
-			sc.Metadata.Full = false
 			c.Security.apply(sc)
 			return sc
 		},
