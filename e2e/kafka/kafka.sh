@@ -4,6 +4,7 @@
 #
 #   kafka.sh fetch              gather the broker and tool jars into the cache
 #   kafka.sh start   [DIR]      fresh broker in DIR; prints its bootstrap address last
+#   kafka.sh start --secure [DIR]  the same plus a SASL_SSL listener (DIR/bootstrap-secure)
 #   kafka.sh stop    [DIR]      SIGTERM, up to 30 s, then SIGKILL
 #   kafka.sh kill    [DIR]      SIGKILL now (crash tests)
 #   kafka.sh restart [DIR]      start again on the same ports and data
@@ -38,6 +39,9 @@ die() {
   log "error: $*"
   exit 1
 }
+
+# shellcheck source=secure.sh
+source "$HERE/secure.sh"
 
 # check_prereqs stops with a clear message unless java >= 17 (and, when
 # fetching, mvn) are on the PATH.
@@ -138,18 +142,30 @@ free_port() {
   die "found no free port between $lo and $hi"
 }
 
-# write_server_properties DIR BROKER_PORT CONTROLLER_PORT: the whole broker
-# configuration. Extend here (e.g. a SASL_SSL listener) and nowhere else.
+# write_server_properties DIR BROKER_PORT CONTROLLER_PORT [SECURE_PORT]: the
+# whole broker configuration. Extend here and nowhere else. With SECURE_PORT
+# (start --secure) it adds a SASL_SSL listener there; make_certs and
+# make_users must have run.
 write_server_properties() {
-  local dir="$1" bport="$2" cport="$3"
-  cat >"$dir/server.properties" <<EOF
+  local dir="$1" bport="$2" cport="$3" sport="${4:-}"
+  local listeners="PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport"
+  local advertised="PLAINTEXT://127.0.0.1:$bport"
+  local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  if [[ -n "$sport" ]]; then
+    listeners+=",SASL_SSL://127.0.0.1:$sport"
+    advertised+=",SASL_SSL://127.0.0.1:$sport"
+    protocols+=",SASL_SSL:SASL_SSL"
+  fi
+  (
+    [[ -z "$sport" ]] || umask 077 # holds the PLAIN password
+    cat >"$dir/server.properties" <<EOF
 # Written by e2e/kafka/kafka.sh; rewritten on every fresh start.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$bport
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=$listeners
+advertised.listeners=$advertised
+listener.security.protocol.map=$protocols
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 log.dirs=$dir/data
@@ -165,6 +181,8 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.cleaner.dedupe.buffer.size=8388608
 EOF
+    [[ -z "$sport" ]] || secure_server_properties "$dir" >>"$dir/server.properties"
+  )
   cat >"$dir/admin.properties" <<EOF
 # Client settings for the readiness probe: fail fast, the caller retries.
 request.timeout.ms=5000
@@ -174,6 +192,10 @@ socket.connection.setup.timeout.max.ms=2000
 EOF
   echo "127.0.0.1:$bport" >"$dir/bootstrap.tmp"
   printf 'broker_port=%s\ncontroller_port=%s\n' "$bport" "$cport" >"$dir/ports"
+  if [[ -n "$sport" ]]; then
+    echo "127.0.0.1:$sport" >"$dir/bootstrap-secure.tmp"
+    printf 'secure_port=%s\n' "$sport" >>"$dir/ports"
+  fi
 }
 
 read_port() { sed -n "s/^$2=\\([0-9]*\\)\$/\\1/p" "$1/ports"; }
@@ -234,13 +256,17 @@ launch() {
   die "the broker did not start (see $dir/broker.log)"
 }
 
-# wait_ready DIR ADDR: 0 once a client can use the broker; 1 when the broker
-# died (DIR/broker.log says why); dies when START_TIMEOUT passes.
+# wait_ready DIR ADDR: 0 once a client can use the broker (and, when DIR's
+# ports name a secure_port, once that port completes a verified TLS
+# handshake); 1 when the broker died (DIR/broker.log says why); dies when
+# START_TIMEOUT passes.
 wait_ready() {
-  local dir="$1" addr="$2" deadline=$((SECONDS + START_TIMEOUT))
+  local dir="$1" addr="$2" deadline=$((SECONDS + START_TIMEOUT)) sport
+  sport="$(read_port "$dir" secure_port)"
   while ((SECONDS < deadline)); do
     broker_pid "$dir" >/dev/null || return 1
-    if tcp_open "${addr##*:}" && probe "$dir" "$addr"; then
+    if tcp_open "${addr##*:}" && probe "$dir" "$addr" &&
+      { [[ -z "$sport" ]] || tls_ready "$dir" "$sport"; }; then
       return 0
     fi
     sleep 0.5
@@ -255,39 +281,65 @@ broker_died() {
   die "the broker exited during startup (log: $1/broker.log)"
 }
 
-# fresh DIR: wipes what an earlier run of this script left in DIR, writes a
-# new configuration on new ports and formats the storage.
+# fresh DIR [secure]: wipes what an earlier run of this script left in DIR,
+# writes a new configuration on new ports and formats the storage. With
+# "secure", also makes (or keeps) the test certificates, new SASL users
+# (SCRAM ones stored at format time) and client.properties.
 fresh() {
-  local dir="$1" bport cport cluster
+  local dir="$1" secure="${2:-}" bport cport sport="" cluster
+  local -a scram=()
   if [[ ! -e "$dir/$MARK" ]] && find "$dir" -mindepth 1 -maxdepth 1 ! -name .lock | grep -q .; then
     die "$dir is not empty and was not made by kafka.sh; refusing to wipe it"
   fi
   rm -rf "$dir/data" "$dir/probed" "$dir/server.properties" "$dir/admin.properties" "$dir/ports" \
-    "$dir/bootstrap" "$dir/bootstrap.tmp" "$dir/broker.pid" "$dir/broker.log"
+    "$dir/bootstrap" "$dir/bootstrap.tmp" "$dir/broker.pid" "$dir/broker.log" \
+    "$dir/bootstrap-secure" "$dir/bootstrap-secure.tmp" "$dir/users" "$dir/client.properties"
   touch "$dir/$MARK"
   bport="$(free_port)"
   cport="$(free_port "$bport")"
-  write_server_properties "$dir" "$bport" "$cport"
+  if [[ -n "$secure" ]]; then
+    sport="$(free_port "$bport")"
+    while [[ "$sport" == "$cport" ]]; do sport="$(free_port "$bport")"; done
+    make_certs "$dir"
+    make_users "$dir"
+    write_client_properties "$dir"
+    mapfile -t scram < <(scram_format_args "$dir")
+  fi
+  write_server_properties "$dir" "$bport" "$cport" "$sport"
   # A cluster ID is 16 random bytes in URL-safe base64 without padding; it
   # must not start with '-' (Kafka's Uuid.randomUuid rule, for command lines).
   cluster="-"
   while [[ "$cluster" == -* ]]; do
     cluster="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   done
-  java_tool kafka.tools.StorageTool format -t "$cluster" -c "$dir/server.properties" \
+  java_tool kafka.tools.StorageTool format -t "$cluster" -c "$dir/server.properties" "${scram[@]}" \
     >"$dir/format.log" 2>&1 || {
     cat "$dir/format.log" >&2
     die "formatting the storage in $dir/data failed"
   }
 }
 
+# cmd_start [--secure] [DIR]
 cmd_start() {
+  local dir="" secure="" addr pid attempt t0=$SECONDS arg
+  for arg in "$@"; do
+    case "$arg" in
+    --secure) secure=secure ;;
+    -*) die "unknown option '$arg' for start (usage: kafka.sh start [--secure] [DIR])" ;;
+    *)
+      [[ -z "$dir" ]] || die "usage: kafka.sh start [--secure] [DIR]"
+      dir="$arg"
+      ;;
+    esac
+  done
   ensure_fetched
-  local dir addr pid attempt t0=$SECONDS
-  dir="$(state_dir "${1:-}")"
+  dir="$(state_dir "$dir")"
   lock "$dir/.lock"
   if pid="$(broker_pid "$dir")" && [[ -f "$dir/bootstrap" ]]; then
     addr="$(cat "$dir/bootstrap")"
+    if [[ -n "$secure" && ! -f "$dir/bootstrap-secure" ]]; then
+      die "broker pid $pid from $dir runs without a SASL_SSL listener; stop it first or use another DIR"
+    fi
     if tcp_open "${addr##*:}"; then
       log "broker already running from $dir (pid $pid)"
       echo "$addr"
@@ -298,13 +350,14 @@ cmd_start() {
   stop_broker "$dir" # a broker that never became ready: never wipe data under it
   # A port found free can still be taken before the broker binds it: try anew.
   for attempt in 1 2 3; do
-    fresh "$dir"
+    fresh "$dir" "$secure"
     addr="$(cat "$dir/bootstrap.tmp")"
-    log "starting Apache Kafka $KAFKA_VERSION on $addr (state: $dir)"
+    log "starting Apache Kafka $KAFKA_VERSION on $addr${secure:+ and SASL_SSL on $(cat "$dir/bootstrap-secure.tmp")} (state: $dir)"
     launch "$dir"
     if wait_ready "$dir" "$addr"; then
+      [[ -z "$secure" ]] || mv "$dir/bootstrap-secure.tmp" "$dir/bootstrap-secure"
       mv "$dir/bootstrap.tmp" "$dir/bootstrap"
-      log "broker ready on $addr in $((SECONDS - t0)) s"
+      log "broker ready on $addr${secure:+ and SASL_SSL on $(cat "$dir/bootstrap-secure")} in $((SECONDS - t0)) s"
       echo "$addr"
       return
     fi
@@ -373,7 +426,7 @@ cmd_kill() {
 
 cmd_restart() {
   ensure_fetched
-  local dir addr bport cport t0=$SECONDS
+  local dir addr bport cport sport t0=$SECONDS
   dir="$(existing_dir "${1:-}")"
   lock "$dir/.lock"
   [[ -f "$dir/server.properties" && -f "$dir/ports" && -f "$dir/bootstrap" ]] ||
@@ -382,10 +435,11 @@ cmd_restart() {
   addr="$(cat "$dir/bootstrap")"
   bport="$(read_port "$dir" broker_port)"
   cport="$(read_port "$dir" controller_port)"
-  for p in "$bport" "$cport"; do
+  sport="$(read_port "$dir" secure_port)" # empty unless started with --secure
+  for p in "$bport" "$cport" ${sport:+"$sport"}; do
     ! tcp_open "$p" || die "port $p is taken by another process; cannot restart on the same ports"
   done
-  log "restarting the broker on $addr with its data (state: $dir)"
+  log "restarting the broker on $addr${sport:+ and SASL_SSL on 127.0.0.1:$sport} with its data (state: $dir)"
   launch "$dir"
   wait_ready "$dir" "$addr" || broker_died "$dir"
   log "broker ready on $addr in $((SECONDS - t0)) s"
@@ -398,11 +452,13 @@ cmd_status() {
     echo "stopped"
     return 3
   fi
-  echo "running pid=$pid bootstrap=$(cat "$dir/bootstrap" 2>/dev/null || cat "$dir/bootstrap.tmp")"
+  echo "running pid=$pid bootstrap=$(cat "$dir/bootstrap" 2>/dev/null || cat "$dir/bootstrap.tmp")$(
+    [[ ! -f "$dir/bootstrap-secure" ]] || echo " bootstrap-secure=$(cat "$dir/bootstrap-secure")"
+  )"
 }
 
 usage() {
-  sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
