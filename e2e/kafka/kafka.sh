@@ -442,7 +442,7 @@ cmd_restart() {
   log "restarting the broker on $addr${sport:+ and SASL_SSL on 127.0.0.1:$sport} with its data (state: $dir)"
   launch "$dir"
   wait_ready "$dir" "$addr" || broker_died "$dir"
-  log "broker ready on $addr in $((SECONDS - t0)) s"
+  log "broker ready on $addr${sport:+ and SASL_SSL on 127.0.0.1:$sport} in $((SECONDS - t0)) s"
   echo "$addr"
 }
 
