@@ -46,7 +46,7 @@ func (p *Pipeline) commit(g *generation, seals []watermarks.Seal) error {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	if err := p.deps.Producer.Commit(ctx, batch); err != nil {
-		if errors.Is(err, txn.ErrFenced) {
+		if errors.Is(err, txn.ErrFenced) || errors.Is(err, txn.ErrTooLarge) {
 			return err
 		}
 		p.rewind(err)

@@ -19,7 +19,11 @@ type Kafka struct {
 	Base func() *sarama.Config
 	// TransactionTimeout must stay below the group's session timeout.
 	TransactionTimeout time.Duration
-	SessionTimeout     time.Duration
+	// MaxRecordBytes caps one produce batch and one record; it must not
+	// exceed the brokers' message.max.bytes (1,048,588 by default) or the
+	// output topic's max.message.bytes.
+	MaxRecordBytes int
+	SessionTimeout time.Duration
 }
 
 // ProducerConfig is the transactional producer's configuration.
@@ -39,7 +43,7 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 	c.Producer.Flush.Bytes = 1 << 20
 	c.Producer.Flush.Messages = 10000
 	c.Producer.Flush.Frequency = 5 * time.Millisecond
-	c.Producer.MaxMessageBytes = 8 << 20
+	c.Producer.MaxMessageBytes = k.MaxRecordBytes
 	c.Net.MaxOpenRequests = 1
 	return c
 }

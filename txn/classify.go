@@ -13,12 +13,12 @@ type action int
 const (
 	actionAbort    action = iota // abort the transaction, keep the producer
 	actionRecreate               // close the producer and create a new one
-	actionStop                   // fenced: stop the instance
+	actionStop                   // fenced, or a failure every retry repeats: stop the instance
 )
 
 // classify is the one place that decides what a failed transaction needs.
 func classify(prod sarama.AsyncProducer, err error) action {
-	if isFenced(err) {
+	if isFenced(err) || errors.Is(err, sarama.ErrMessageSizeTooLarge) {
 		return actionStop
 	}
 	if isIndefinite(err) {

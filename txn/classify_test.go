@@ -30,6 +30,7 @@ func TestClassify(t *testing.T) {
 		{"fenced by a newer producer: stop", fmt.Errorf("commit: %w", sarama.ErrProducerFenced), inTxn, actionStop},
 		{"old epoch (fenced, or timed out and bumped): stop", sarama.ErrInvalidProducerEpoch, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagFatalError, actionStop},
 		{"not authorised for the transactional ID: stop", sarama.ErrTransactionalIDAuthorizationFailed, inTxn, actionStop},
+		{"record over the size limit: every retry fails, stop", sarama.ErrMessageSizeTooLarge, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagAbortableError, actionStop},
 		{"request timed out: outcome unknown, recreate", sarama.ErrRequestTimedOut, inTxn, actionRecreate},
 		{"network error: recreate", &net.OpError{Op: "read", Err: errors.New("connection reset")}, inTxn, actionRecreate},
 		{"out-of-order sequence: recreate", sarama.ErrOutOfOrderSequenceNumber, sarama.ProducerTxnFlagAbortableError, actionRecreate},

@@ -20,6 +20,9 @@ var (
 	ErrEmptyBatch = errors.New("txn: a transaction needs at least one record")
 	// ErrClosed means Commit was called after Close.
 	ErrClosed = errors.New("txn: producer closed")
+	// ErrTooLarge means a record or batch is over the producer's or the
+	// broker's size limit: every retry would fail the same way.
+	ErrTooLarge = errors.New("txn: a record is larger than PHASEGATE_MAX_RECORD_BYTES or the broker's message.max.bytes / the topic's max.message.bytes allow: raise them together")
 )
 
 // Batch is one transaction: records in the order they must be written, then
@@ -161,6 +164,11 @@ func send(ctx context.Context, prod sarama.AsyncProducer, records []*sarama.Prod
 func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time) error {
 	switch classify(prod, err) {
 	case actionStop:
+		if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
+			_ = prod.AbortTxn()
+			p.metrics.observe(resultAborted, time.Since(start))
+			return fmt.Errorf("%w: %v", ErrTooLarge, err)
+		}
 		p.metrics.observe(resultFenced, time.Since(start))
 		return fmt.Errorf("%w: %v", ErrFenced, err)
 	case actionAbort:

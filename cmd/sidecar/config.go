@@ -42,6 +42,7 @@ type Config struct {
 	DedupeIDs          int           `env:"DEDUPE_IDS" envDefault:"1048576" help:"bound on record identities remembered over all phases"`
 	TransactionTimeout time.Duration `env:"TRANSACTION_TIMEOUT" envDefault:"10s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
 	SessionTimeout     time.Duration `env:"SESSION_TIMEOUT" envDefault:"30s" help:"consumer group session timeout"`
+	MaxRecordBytes     int           `env:"MAX_RECORD_BYTES" envDefault:"1000000" help:"largest produce batch and record; at most the brokers' message.max.bytes and the output's max.message.bytes"`
 	KafkaVersion       string        `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak (brokers 4.x reject versions below 2.1)"`
 	ClientID           string        `env:"CLIENT_ID" envDefault:"phasegate" help:"Kafka client ID"`
 	HTTPAddr           string        `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
@@ -97,6 +98,9 @@ func loadConfig(environ map[string]string) (Config, error) {
 	}
 	if err := cfg.Security.resolve(); err != nil {
 		return cfg, err
+	}
+	if cfg.MaxRecordBytes < 1024 {
+		return cfg, badVar("MAX_RECORD_BYTES", fmt.Sprint(cfg.MaxRecordBytes), "at least 1024 bytes, at most the brokers' message.max.bytes")
 	}
 	pc, err := cfg.pipeline()
 	if err != nil {

@@ -42,6 +42,7 @@ func (c Config) kafka() proxy.Kafka {
 		},
 		TransactionTimeout: c.TransactionTimeout,
 		SessionTimeout:     c.SessionTimeout,
+		MaxRecordBytes:     c.MaxRecordBytes,
 	}
 }
 

@@ -160,6 +160,7 @@ func KafkaFor(brokers []string) proxy.Kafka {
 		},
 		TransactionTimeout: 5 * time.Second,
 		SessionTimeout:     6 * time.Second,
+		MaxRecordBytes:     1000000,
 	}
 }
 

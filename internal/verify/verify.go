@@ -161,8 +161,10 @@ func (a *Accounting) String() string {
 
 // Account checks that every input record is in the output or the quarantine
 // exactly once, or is a proven duplicate: another record with the same
-// phasegate.id in the same phase is in the output. Input markers are never
-// in the output; they may be in the quarantine.
+// phasegate.id in the same phase is in the output or in the quarantine
+// (MARKERS.md 5: a retry of a late record is dropped, its first copy is
+// quarantined). Input markers are never in the output; they may be in the
+// quarantine.
 func Account(inputs []Input, out *Output, quarantine []markers.Record) *Accounting {
 	a := &Accounting{In: len(inputs), Reasons: map[markers.Reason]int{}}
 	quarantined := map[string]markers.Reason{}
@@ -174,6 +176,15 @@ func Account(inputs []Input, out *Output, quarantine []markers.Record) *Accounti
 		}
 		quarantined[src] = reason
 		a.Reasons[reason]++
+	}
+	quarantinedIDs := map[uint64]map[string]bool{}
+	for _, in := range inputs {
+		if _, ok := quarantined[in.Source]; ok && !in.Marker {
+			if quarantinedIDs[in.Phase] == nil {
+				quarantinedIDs[in.Phase] = map[string]bool{}
+			}
+			quarantinedIDs[in.Phase][in.ID] = true
+		}
 	}
 	for _, in := range inputs {
 		phase, published := out.Published[in.Source]
@@ -192,10 +203,10 @@ func Account(inputs []Input, out *Output, quarantine []markers.Record) *Accounti
 			a.Quarantined++
 		case in.Marker:
 			a.Markers++
-		case out.IDs[in.Phase][in.ID] > 0:
+		case out.IDs[in.Phase][in.ID] > 0 || quarantinedIDs[in.Phase][in.ID]:
 			a.Duplicates++
 		default:
-			a.Violations = append(a.Violations, fmt.Errorf("input record %s (id %s, phase %d) is neither in the output nor in the quarantine, and no record with its id is in its phase", in.Source, in.ID, in.Phase))
+			a.Violations = append(a.Violations, fmt.Errorf("input record %s (id %s, phase %d) is neither in the output nor in the quarantine, and no record with its id and phase is in either", in.Source, in.ID, in.Phase))
 		}
 	}
 	return a
