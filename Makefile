@@ -30,5 +30,12 @@ FUZZTIME ?= 60s
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
+## bench: phasegate against Kafka's own tools on a real broker (bench/README.md);
+## BENCH_RECORDS=100000 for a quick run. Prints the table, writes bench/results/.
 bench:
+	./bench/run.sh
+
+## bench-micro: the Go benchmarks of the per-record paths.
+.PHONY: bench-micro
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./markers ./watermarks ./dedupe ./proxy

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// config is every setting of a run, read once from BENCH_* variables.
+// bench/run.sh sets the paths and the broker; the rest have defaults sized
+// for `make bench` on a 2-core machine (about 15 minutes).
+type config struct {
+	Brokers    []string `env:"BROKERS,required,notEmpty"` // bootstrap of the broker under test
+	KafkaSh    string   `env:"KAFKA_SH,required"`         // e2e/kafka/kafka.sh, to run Kafka's tools
+	KafkaDir   string   `env:"KAFKA_DIR"`                 // the broker's state dir (for its pid and CPU); optional
+	Sidecar    string   `env:"SIDECAR,required"`          // the phasegate sidecar binary
+	WorkDir    string   `env:"WORK_DIR,required"`         // logs and profiles (git-ignored)
+	ResultsDir string   `env:"RESULTS_DIR,required"`      // where the markdown table goes
+	Versions   string   `env:"VERSIONS"`                  // "Go x, Java y, Kafka z" as run.sh found them
+	Commit     string   `env:"COMMIT"`                    // phasegate's commit under test
+
+	Records       int             `env:"RECORDS" envDefault:"1000000"`
+	Sizes         []int           `env:"SIZES" envDefault:"100,1024"`
+	Phases        []time.Duration `env:"PHASES" envDefault:"100ms,1s"`
+	CopierRecords int             `env:"COPIER_RECORDS" envDefault:"250000"` // the copier's share of the input, to fit the time budget
+	InputRate     float64         `env:"INPUT_RATE" envDefault:"0"`          // records/s of event time; 0 = the ceiling producer's
+	PacedFor      time.Duration   `env:"PACED_DURATION" envDefault:"20s"`
+	PacedShare    float64         `env:"PACED_SHARE" envDefault:"0.5"` // of phasegate's relay rate
+	SkewPhase     time.Duration   `env:"SKEW_PHASE" envDefault:"100ms"`
+	SkewSize      int             `env:"SKEW_SIZE" envDefault:"1024"`
+	SkewBuffer    int64           `env:"SKEW_BUFFER_BYTES" envDefault:"67108864"`
+	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,skew"`
+	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
+	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step
+	StallTimeout  time.Duration   `env:"STALL_TIMEOUT" envDefault:"90s"` // a relay with no progress this long fails
+}
+
+// Sentinel errors of the configuration.
+var (
+	// errConfig is an invalid combination of BENCH_* values.
+	errConfig = errors.New("pgbench: invalid configuration")
+)
+
+func loadConfig(environ map[string]string) (config, error) {
+	c, err := env.ParseAsWithOptions[config](env.Options{Prefix: "BENCH_", Environment: environ})
+	if err != nil {
+		return c, fmt.Errorf("%w: %v", errConfig, err)
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.Records < 1000:
+		return fmt.Errorf("%w: BENCH_RECORDS=%d: at least 1000", errConfig, c.Records)
+	case len(c.Sizes) == 0 || len(c.Phases) == 0:
+		return fmt.Errorf("%w: BENCH_SIZES and BENCH_PHASES need at least one value", errConfig)
+	case c.PacedShare <= 0 || c.PacedShare > 1:
+		return fmt.Errorf("%w: BENCH_PACED_SHARE=%g: in (0, 1]", errConfig, c.PacedShare)
+	case c.CopierRecords < 1000:
+		return fmt.Errorf("%w: BENCH_COPIER_RECORDS=%d: at least 1000", errConfig, c.CopierRecords)
+	case c.InputRate < 0:
+		return fmt.Errorf("%w: BENCH_INPUT_RATE=%g: 0 (the ceiling's rate) or positive", errConfig, c.InputRate)
+	}
+	for _, s := range c.Sizes {
+		if s < 16 || s > 1<<20 {
+			return fmt.Errorf("%w: BENCH_SIZES: %d is outside 16..1048576", errConfig, s)
+		}
+	}
+	for _, p := range c.Phases {
+		if p < time.Millisecond {
+			return fmt.Errorf("%w: BENCH_PHASES: %s is below 1ms", errConfig, p)
+		}
+	}
+	for _, s := range c.Steps {
+		switch s {
+		case "ceiling", "copier", "phasegate", "paced", "skew":
+		default:
+			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, skew)", errConfig, s)
+		}
+	}
+	return nil
+}
+
+func (c config) step(name string) bool {
+	for _, s := range c.Steps {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}

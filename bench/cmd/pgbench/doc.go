@@ -1,0 +1,52 @@
+// Command pgbench is the measurement side of `make bench`: on one real
+// Apache Kafka broker (started by bench/run.sh with e2e/kafka/kafka.sh) it
+// measures, in one run, Kafka's own tools and phasegate on the same records,
+// and writes a markdown table to bench/results/<date>-<machine>.md.
+//
+// Per record size (BENCH_SIZES, default 100 and 1024 bytes of value) it runs:
+//
+//  1. ceiling: ProducerPerformance (idempotent, acks=all) writes
+//     BENCH_RECORDS records into a 5-partition topic; ConsumerPerformance
+//     reads them back.
+//  2. input: the same number of records of the same size, written once into
+//     two fork topics (3 and 2 partitions, round robin) by a franz-go
+//     producer, non-transactionally (so Kafka's copier can finish), with
+//     synthetic timestamps spaced 1/R apart, R being the input rate
+//     (BENCH_INPUT_RATE, default the ceiling producer's records/s of this
+//     run). A phase of length L then holds R×L records, as it would if the
+//     forks' producers wrote live at the ceiling rate. After the last record,
+//     each partition gets one trailer record 10 s later in event time: it
+//     moves every partition's watermark past the last real phase under any
+//     phase length, and stays buffered itself (it is not counted).
+//  3. peer, per phase length L (BENCH_PHASES, default 100ms and 1s):
+//     TransactionalMessageCopier, one per fork topic in group mode, running
+//     at once, with --transaction-size R×L (its max.poll.records, so a
+//     transaction holds at most one phase's worth of records).
+//  4. phasegate, per L: the sidecar binary relays the input into a fresh
+//     output topic. Relay time is from the sidecar's exec to the moment a
+//     read_committed fetch sees the marker of the last phase on every output
+//     partition. Its CPU (utime+stime) and peak RSS (VmHWM) come from /proc
+//     at that moment. The output is then read whole and checked (untimed).
+//  5. paced, per L: fresh topics; a producer writes live (timestamps = now)
+//     at half of phasegate's relay rate for BENCH_PACED_DURATION while a
+//     read_committed consumer records, for each marker, receive time minus
+//     the marker's record timestamp (the sealing time): seal → visible.
+//
+// Then a skew run (1 KiB records): fork A's records carry a key, 70 % of them
+// the hot key (all on A/0, as a key-hashing producer would put them), fork B
+// runs 200 ms behind (its timestamps trail A's by 200 ms at the same log
+// position), PHASEGATE_ROUTING=key and PHASEGATE_MAX_BUFFER_BYTES =
+// BENCH_SKEW_BUFFER_BYTES; it reports peak RSS against that bound.
+//
+// Invariants of the measurement:
+//   - Every run of phasegate and of the copier reads the same input topics;
+//     every run writes to an output topic of its own.
+//   - A phasegate throughput number is reported only for a run whose output
+//     verified (data records = input records, every marker's count equals the
+//     data records before it on its partition, marker phases strictly
+//     increase, nothing quarantined); otherwise the row says why it failed.
+//   - MB/s is records/s × value size / 10^6 for every row, so rows compare;
+//     keys, headers and phasegate's added headers are not counted.
+//
+// Configuration is read once from BENCH_* variables (see config.go).
+package main

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// topicSpec is a topic and its partition count.
+type topicSpec struct {
+	Name       string
+	Partitions int32
+}
+
+// createTopics creates topics with replication factor 1.
+func createTopics(ctx context.Context, brokers []string, topics ...topicSpec) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, t := range topics {
+		if _, err := adm.CreateTopic(ctx, t.Partitions, 1, nil, t.Name); err != nil {
+			return fmt.Errorf("create topic %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// inputSpec describes a pre-filled input.
+type inputSpec struct {
+	Topics  []topicSpec
+	Records int
+	Size    int
+	Rate    float64   // records per second of event time, all partitions together
+	Start   time.Time // event time of record 0
+	// HotKey is the share of Topics[0]'s records that carry the key "hot";
+	// they all go to its partition 0. The others carry unique keys and go
+	// round robin. 0: no keys.
+	HotKey float64
+	// Behind shifts the timestamps of every topic but the first back by this
+	// much: those branches run behind at the same log position.
+	Behind time.Duration
+	// Trailer is how far after the last record, in event time, each
+	// partition's trailer record is stamped.
+	Trailer time.Duration
+}
+
+// slot is one (topic, partition) of an input.
+type slot struct {
+	topic string
+	part  int32
+	first bool // belongs to Topics[0]
+}
+
+func (s inputSpec) slots() []slot {
+	var out []slot
+	for i, t := range s.Topics {
+		for p := range t.Partitions {
+			out = append(out, slot{topic: t.Name, part: p, first: i == 0})
+		}
+	}
+	return out
+}
+
+// eventTime is the timestamp of record i on a topic (first or not).
+func (s inputSpec) eventTime(i int, first bool) time.Time {
+	t := s.Start.Add(time.Duration(float64(i) / s.Rate * float64(time.Second)))
+	if !first {
+		t = t.Add(-s.Behind)
+	}
+	return t
+}
+
+// fillResult is what writing an input took.
+type fillResult struct {
+	Records int
+	Seconds float64
+	LastMs  int64 // the newest event time of a counted record
+}
+
+// fill writes spec's records non-transactionally (idempotent, acks=all)
+// with the timestamps spec gives, then one trailer record per partition.
+func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(1<<16),
+		kgo.ProducerBatchMaxBytes(1<<20),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var mu sync.Mutex
+	var firstErr error
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+	}
+	slots := spec.slots()
+	var firstParts int32
+	if len(spec.Topics) > 0 {
+		firstParts = spec.Topics[0].Partitions
+	}
+	block := asciiBlock(spec.Size + 64)
+	rng := rand.New(rand.NewPCG(1, 2)) // the same skew on every run
+	var rr int32
+	start := time.Now()
+	var last int64
+	for i := range spec.Records {
+		sl := slots[i%len(slots)]
+		r := &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: spec.eventTime(i, sl.first)}
+		r.Value = append(make([]byte, 0, spec.Size), block[i%64:i%64+spec.Size]...)
+		if sl.first && spec.HotKey > 0 {
+			if rng.Float64() < spec.HotKey {
+				r.Key, r.Partition = []byte("hot"), 0
+			} else {
+				r.Key, r.Partition = []byte("k-"+strconv.Itoa(i)), rr%firstParts
+				rr++
+			}
+		}
+		last = max(last, r.Timestamp.UnixMilli())
+		cl.Produce(ctx, r, done)
+		if i%65536 == 0 {
+			mu.Lock()
+			err := firstErr
+			mu.Unlock()
+			if err != nil {
+				return nil, fmt.Errorf("fill: %w", err)
+			}
+		}
+	}
+	for _, sl := range slots {
+		ts := time.UnixMilli(last).Add(spec.Trailer)
+		cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: ts, Value: []byte("pgbench trailer")}, done)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstErr != nil {
+		return nil, fmt.Errorf("fill: %w", firstErr)
+	}
+	return &fillResult{Records: spec.Records, Seconds: time.Since(start).Seconds(), LastMs: last}, nil
+}
+
+// asciiBlock is n random letters: record values are valid UTF-8, as Kafka's
+// copier (String serde) needs to copy them unchanged.
+func asciiBlock(n int) []byte {
+	rng := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + rng.IntN(26))
+	}
+	return b
+}

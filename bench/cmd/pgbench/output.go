@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/phasegate/phasegate/markers"
+)
+
+// markerOf returns the phase of a marker record (phasegate.marker: 1).
+func markerOf(r *kgo.Record) (uint64, bool) {
+	var isMarker bool
+	var phase []byte
+	for _, h := range r.Headers {
+		switch h.Key {
+		case markers.HeaderMarker:
+			isMarker = string(h.Value) == "1"
+		case markers.HeaderPhase:
+			phase = h.Value
+		}
+	}
+	if !isMarker {
+		return 0, false
+	}
+	p, err := strconv.ParseUint(string(phase), 10, 64)
+	return p, err == nil
+}
+
+// awaitFinalMarkers returns once a read_committed fetch of the last few
+// records of every partition of topic shows the marker of phase last, and
+// the time it saw the last of them.
+func awaitFinalMarkers(ctx context.Context, brokers []string, topic string, parts int32, last uint64) (time.Time, error) {
+	offsets := map[int32]kgo.Offset{}
+	for p := range parts {
+		offsets[p] = kgo.NewOffset().AtEnd().Relative(-4)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer cl.Close()
+	seen := map[int32]bool{}
+	for int32(len(seen)) < parts {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, fmt.Errorf("markers of phase %d visible on %d of %d partitions: %w", last, len(seen), parts, err)
+		}
+		at := time.Now()
+		fs.EachRecord(func(r *kgo.Record) {
+			if p, ok := markerOf(r); ok && p >= last {
+				seen[r.Partition] = true
+			}
+		})
+		if int32(len(seen)) == parts {
+			return at, nil
+		}
+	}
+	return time.Now(), nil
+}
+
+// outputCheck is what verifyOutput found.
+type outputCheck struct {
+	Data, Markers int
+	Phases        int // distinct phases with a marker
+	Err           error
+}
+
+// verifyOutput reads topic whole with read_committed, until every partition
+// showed the marker of phase last and then was quiet for a second, and checks
+// it: data records = want, every marker's count = the data records since the
+// previous marker on its partition, marker phases strictly increase, every
+// data record's phase lies between its neighbouring markers, and the
+// quarantine topic is empty.
+func verifyOutput(ctx context.Context, brokers []string, topic, quarantine string, parts int32, last uint64, want int) outputCheck {
+	var c outputCheck
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	defer cl.Close()
+	type state struct {
+		data      int64
+		maxData   uint64 // the highest phase of a data record since the last marker
+		lastPhase uint64
+		marked    bool
+		done      bool
+	}
+	st := make([]state, parts)
+	phases := map[uint64]bool{}
+	var errs []error
+	fail := func(format string, a ...any) {
+		if len(errs) < 5 {
+			errs = append(errs, fmt.Errorf(format, a...))
+		}
+	}
+	doneParts := int32(0)
+	for {
+		quiet := time.Second
+		if doneParts < parts {
+			quiet = 30 * time.Second
+		}
+		pctx, cancel := context.WithTimeout(ctx, quiet)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			c.Err = ctx.Err()
+			return c
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			s := &st[r.Partition]
+			if p, ok := markerOf(r); ok {
+				c.Markers++
+				phases[p] = true
+				m, err := markers.DecodeOutputMarker(r.Value)
+				switch {
+				case err != nil:
+					fail("partition %d offset %d: marker: %v", r.Partition, r.Offset, err)
+				case s.marked && p <= s.lastPhase:
+					fail("partition %d: marker of phase %d after phase %d", r.Partition, p, s.lastPhase)
+				case m.Count != s.data:
+					fail("partition %d: marker of phase %d counts %d, %d data records came before it", r.Partition, p, m.Count, s.data)
+				case s.data > 0 && s.maxData > p:
+					fail("partition %d: data of phase %d before the marker of phase %d", r.Partition, s.maxData, p)
+				}
+				s.lastPhase, s.marked, s.data, s.maxData = p, true, 0, 0
+				if p >= last && !s.done {
+					s.done = true
+					doneParts++
+				}
+				return
+			}
+			c.Data++
+			s.data++
+			if s.done {
+				fail("partition %d offset %d: data after the final marker", r.Partition, r.Offset)
+			}
+			ph := headerPhase(r)
+			s.maxData = max(s.maxData, ph)
+			if s.marked && ph <= s.lastPhase {
+				fail("partition %d offset %d: data of phase %d after the marker of phase %d", r.Partition, r.Offset, ph, s.lastPhase)
+			}
+		})
+		if n == 0 {
+			if doneParts < parts {
+				fail("only %d of %d partitions showed the marker of phase %d", doneParts, parts, last)
+			}
+			break
+		}
+	}
+	c.Phases = len(phases)
+	if c.Data != want {
+		fail("%d data records in the output, want %d", c.Data, want)
+	}
+	if q, err := committedEnd(ctx, cl, quarantine); err != nil {
+		fail("quarantine end offsets: %v", err)
+	} else if q > 0 {
+		fail("%d offsets in the quarantine topic %s", q, quarantine)
+	}
+	c.Err = errors.Join(errs...)
+	return c
+}
+
+func headerPhase(r *kgo.Record) uint64 {
+	for _, h := range r.Headers {
+		if h.Key == markers.HeaderPhase {
+			p, _ := strconv.ParseUint(string(h.Value), 10, 64)
+			return p
+		}
+	}
+	return 0
+}
+
+// committedEnd sums the last stable offsets of topic's partitions.
+func committedEnd(ctx context.Context, cl *kgo.Client, topic string) (int64, error) {
+	lo, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var ferr error
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			ferr = o.Err
+			return
+		}
+		n += o.Offset
+	})
+	return n, ferr
+}

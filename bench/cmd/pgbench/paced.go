@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// pacedResult is the latency run at a share of phasegate's peak.
+type pacedResult struct {
+	Size        int
+	Phase       time.Duration
+	TargetRate  float64
+	Achieved    float64
+	Samples     int
+	SealP50     float64 // ms, marker receive time − marker timestamp (sealing time)
+	SealP99     float64
+	SealMax     float64
+	EndP50      float64 // ms, marker receive time − end of the phase (event time)
+	EndP99      float64
+	Err         error
+	MarkerCount int
+}
+
+// markerSeen is one marker as the latency consumer received it.
+type markerSeen struct {
+	phase    uint64
+	part     int32
+	stamp    time.Time // the marker's record timestamp: when phasegate sealed the phase
+	received time.Time
+}
+
+// paced runs the sidecar on fresh topics while a producer writes live at
+// rate records/s for the configured duration, and a read_committed consumer
+// times each marker.
+func (r *runner) paced(ctx context.Context, name string, size int, phase time.Duration, rate float64) *pacedResult {
+	res := &pacedResult{Size: size, Phase: phase, TargetRate: rate}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
+	defer cancel()
+	group := fmt.Sprintf("%s-%s", r.tag, name)
+	a, b := topicSpec{group + "-a", 3}, topicSpec{group + "-b", 2}
+	e := sidecarEnv{Brokers: r.cfg.Brokers, Inputs: []string{a.Name, b.Name}, Output: group + "-out",
+		Quarantine: group + "-quarantine", Group: group, PhaseLength: phase}
+	if err := createTopics(ctx, r.cfg.Brokers, a, b, topicSpec{e.Output, outputPartitions}, topicSpec{e.Quarantine, 1}); err != nil {
+		res.Err = err
+		return res
+	}
+	sc, err := startSidecar(r.cfg.Sidecar, r.cfg.WorkDir, e)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer func() { _ = sc.p.stop(20 * time.Second) }()
+	jctx, jcancel := context.WithTimeout(ctx, time.Minute)
+	err = sc.waitJoined(jctx)
+	jcancel()
+	if err != nil {
+		res.Err = err
+		return res
+	}
+
+	cctx, stopConsumer := context.WithCancel(ctx)
+	var seen []markerSeen
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	consumerErr := make(chan error, 1)
+	wg.Go(func() {
+		consumerErr <- consumeMarkers(cctx, r.cfg.Brokers, e.Output, func(m markerSeen) {
+			mu.Lock()
+			seen = append(seen, m)
+			mu.Unlock()
+		})
+	})
+	start, end, sent, err := producePaced(ctx, r.cfg.Brokers, []topicSpec{a, b}, size, rate, r.cfg.PacedFor)
+	if err != nil {
+		stopConsumer()
+		wg.Wait()
+		res.Err = err
+		return res
+	}
+	res.Achieved = float64(sent) / end.Sub(start).Seconds()
+	// Timed phases: from a warm-up second after the start to the last one
+	// whose end the partitions' watermarks passed (newest timestamp minus
+	// the 200 ms out-of-orderness bound) before the producer stopped; later
+	// phases seal only when their partitions turn idle.
+	first := uint64(start.Add(time.Second).UnixMilli()/phase.Milliseconds()) + 1
+	lastFull := uint64(end.Add(-pacedSealSlack).UnixMilli()/phase.Milliseconds()) - 1
+	deadline := time.Now().Add(phase + 10*time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := 0
+		for _, m := range seen {
+			if m.phase >= lastFull {
+				n++
+			}
+		}
+		mu.Unlock()
+		if n >= outputPartitions {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stopConsumer()
+	wg.Wait()
+	if err := <-consumerErr; err != nil {
+		res.Err = err
+		return res
+	}
+	var sealMs, endMs []float64
+	mu.Lock()
+	for _, m := range seen {
+		if m.phase < first || m.phase > lastFull {
+			continue
+		}
+		sealMs = append(sealMs, ms(m.received.Sub(m.stamp)))
+		phaseEnd := time.UnixMilli(int64(m.phase+1) * phase.Milliseconds())
+		endMs = append(endMs, ms(m.received.Sub(phaseEnd)))
+	}
+	res.MarkerCount = len(seen)
+	mu.Unlock()
+	res.Samples = len(sealMs)
+	if res.Samples == 0 {
+		res.Err = fmt.Errorf("paced: no marker of phases %d..%d was received (log %s)", first, lastFull, sc.p.log.Name())
+		return res
+	}
+	res.SealP50, res.SealP99, res.SealMax = percentile(sealMs, 50), percentile(sealMs, 99), percentile(sealMs, 100)
+	res.EndP50, res.EndP99 = percentile(endMs, 50), percentile(endMs, 99)
+	r.log.Info("phasegate paced", "run", name, "rate", rate, "achieved", res.Achieved, "samples", res.Samples,
+		"seal_p50_ms", res.SealP50, "seal_p99_ms", res.SealP99, "end_p99_ms", res.EndP99)
+	return res
+}
+
+// pacedSealSlack is the default PHASEGATE_MAX_OUT_OF_ORDERNESS plus the time
+// for a record to reach every partition at the lowest paced rates.
+const pacedSealSlack = 300 * time.Millisecond
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// consumeMarkers reads topic with read_committed from its start and calls
+// fn with each marker and the time the fetch returned it, until ctx ends.
+func consumeMarkers(ctx context.Context, brokers []string, topic string, fn func(markerSeen)) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		at := time.Now()
+		for _, e := range fs.Errors() {
+			return fmt.Errorf("latency consumer: %w", e.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if p, ok := markerOf(r); ok {
+				fn(markerSeen{phase: p, part: r.Partition, stamp: r.Timestamp, received: at})
+			}
+		})
+	}
+}
+
+// producePaced writes records of size bytes, round robin over the
+// partitions of topics, stamped with the time of writing, at rate records/s
+// for d. It returns when it started and ended and how many it wrote.
+func producePaced(ctx context.Context, brokers []string, topics []topicSpec, size int, rate float64, d time.Duration) (time.Time, time.Time, int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<16))
+	if err != nil {
+		return time.Time{}, time.Time{}, 0, err
+	}
+	defer cl.Close()
+	var slots []slot
+	for _, t := range topics {
+		for p := range t.Partitions {
+			slots = append(slots, slot{topic: t.Name, part: p})
+		}
+	}
+	var mu sync.Mutex
+	var firstErr error
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+	}
+	block := asciiBlock(size + 64)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	sent := 0
+	for now := start; now.Sub(start) < d; now = time.Now() {
+		due := int(now.Sub(start).Seconds()*rate) - sent
+		for range due {
+			sl := slots[sent%len(slots)]
+			v := append(make([]byte, 0, size), block[sent%64:sent%64+size]...)
+			cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: time.Now(), Value: v}, done)
+			sent++
+		}
+		select {
+		case <-ctx.Done():
+			return start, time.Now(), sent, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	end := time.Now()
+	if err := cl.Flush(ctx); err != nil {
+		return start, end, sent, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return start, end, sent, firstErr
+}

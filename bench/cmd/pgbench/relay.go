@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// relayResult is one phasegate run over a pre-filled input.
+type relayResult struct {
+	Size         int
+	Phase        time.Duration
+	Records      int
+	Seconds      float64 // sidecar exec → last phase's marker visible on every output partition
+	StartupS     float64 // sidecar exec → first input record read
+	CPU          float64 // utime+stime at that moment, seconds
+	HWM          int64   // VmHWM at that moment
+	BrokerCPU    float64 // the broker's CPU seconds over the run
+	Txns         float64
+	Phases       int // phases with a marker in the output
+	PeakBuffered int64
+	MaxBuffer    int64
+	PausedS      float64 // phasegate_paused_seconds_total
+	Rewinds      float64
+	Check        error // the output's verification
+	Err          error // the run itself
+	Profiles     []string
+}
+
+// ok reports whether the run finished and its output verified.
+func (r *relayResult) ok() bool { return r != nil && r.Err == nil && r.Check == nil && r.Seconds > 0 }
+
+func (r *relayResult) rate() float64 {
+	if !r.ok() {
+		return 0
+	}
+	return float64(r.Records) / r.Seconds
+}
+
+// relayInput is an input written by fill.
+type relayInput struct {
+	Topics  []string
+	Records int
+	LastMs  int64
+}
+
+// outputPartitions is the partition count of every output topic: input
+// partition p goes to p mod 3, so fork A's 3 and fork B's 2 both spread.
+const outputPartitions = 3
+
+// runner holds what every step needs.
+type runner struct {
+	cfg   config
+	log   *slog.Logger
+	tools tools
+	tag   string // makes this run's topic and group names unique
+}
+
+// relay runs the sidecar over in until the last phase is visible, then
+// stops it and verifies the output.
+func (r *runner) relay(ctx context.Context, name string, in relayInput, size int, e sidecarEnv) *relayResult {
+	res := &relayResult{Size: size, Phase: e.PhaseLength, Records: in.Records, MaxBuffer: e.MaxBuffer}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
+	defer cancel()
+	e.Brokers, e.Inputs = r.cfg.Brokers, in.Topics
+	e.Group = fmt.Sprintf("%s-%s", r.tag, name)
+	e.Output, e.Quarantine = e.Group+"-out", e.Group+"-quarantine"
+	e.Pprof = r.cfg.Profile
+	if err := createTopics(ctx, r.cfg.Brokers, topicSpec{e.Output, outputPartitions}, topicSpec{e.Quarantine, 1}); err != nil {
+		res.Err = err
+		return res
+	}
+	last := uint64(in.LastMs / e.PhaseLength.Milliseconds())
+	broker0 := r.brokerCPU()
+	sc, err := startSidecar(r.cfg.Sidecar, r.cfg.WorkDir, e)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer func() { _ = sc.p.stop(20 * time.Second) }()
+
+	var profWG sync.WaitGroup
+	var prof []string
+	flowing := make(chan struct{})
+	profCtx, stopProf := context.WithCancel(ctx)
+	defer func() { stopProf(); profWG.Wait() }()
+	if r.cfg.Profile {
+		profWG.Go(func() { prof = r.profileRun(profCtx, sc, e.Group, flowing) })
+	}
+	if err := r.awaitRelayed(ctx, sc, res, in.Records, flowing); err != nil {
+		res.Err = err
+		return res
+	}
+	seen, err := awaitFinalMarkers(ctx, r.cfg.Brokers, e.Output, outputPartitions, last)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.Seconds = seen.Sub(sc.p.started).Seconds()
+	if u, err := procUsage(sc.p.pid()); err == nil {
+		res.CPU, res.HWM = u.CPU, u.HWM
+	}
+	res.BrokerCPU = r.brokerCPU() - broker0
+	if m, err := sc.metrics(ctx); err == nil {
+		res.Txns = m["phasegate_transactions_total"]
+		res.PausedS = m["phasegate_paused_seconds_total"]
+		res.Rewinds = m["phasegate_rewinds_total"]
+	}
+	if st, err := sc.phases(ctx); err == nil {
+		res.PeakBuffered, res.MaxBuffer = st.PeakBufferedBytes, st.MaxBufferBytes
+	}
+	if r.cfg.Profile {
+		profWG.Wait() // the CPU profile covers the relay's first 10 s at most
+		res.Profiles = prof
+		if err := sc.profile(ctx, "/debug/pprof/allocs", filepath.Join(r.cfg.WorkDir, e.Group+".allocs.pb.gz")); err == nil {
+			res.Profiles = append(res.Profiles, e.Group+".allocs.pb.gz")
+		}
+	}
+	if err := sc.p.stop(20 * time.Second); err != nil && !isSignalExit(err) {
+		r.log.Warn("sidecar did not stop cleanly", "err", err, "log", sc.p.log.Name())
+	}
+	chk := verifyOutput(ctx, r.cfg.Brokers, e.Output, e.Quarantine, outputPartitions, last, in.Records)
+	res.Check, res.Phases = chk.Err, chk.Phases
+	r.log.Info("phasegate relay", "run", name, "records", in.Records, "seconds", res.Seconds,
+		"records_per_s", res.rate(), "cpu_s", res.CPU, "hwm_mib", res.HWM>>20, "txns", res.Txns,
+		"phases", res.Phases, "verified", res.Check == nil, "check", res.Check)
+	return res
+}
+
+// awaitRelayed polls the sidecar's metrics until it committed want data
+// records; it closes flowing when the first input record was read.
+func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult, want int, flowing chan struct{}) error {
+	var lastIn, lastOut float64
+	lastProgress := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("relay: %w after %.0f of %d records out", ctx.Err(), lastOut, want)
+		case <-sc.p.done:
+			return fmt.Errorf("relay: the sidecar exited: %v (log %s)", sc.p.err, sc.p.log.Name())
+		case <-tick.C:
+		}
+		m, err := sc.metrics(ctx)
+		if err != nil {
+			continue // not listening yet
+		}
+		in, out := m["phasegate_records_in_total"], m["phasegate_records_out_total"]
+		if in > 0 && res.StartupS == 0 {
+			res.StartupS = time.Since(sc.p.started).Seconds()
+			close(flowing)
+		}
+		if in != lastIn || out != lastOut {
+			lastIn, lastOut, lastProgress = in, out, time.Now()
+		}
+		if out >= float64(want) {
+			return nil
+		}
+		if time.Since(lastProgress) > r.cfg.StallTimeout {
+			return fmt.Errorf("relay: no progress for %s at %.0f records in, %.0f of %d out (log %s)",
+				r.cfg.StallTimeout, in, out, want, sc.p.log.Name())
+		}
+	}
+}
+
+// profileRun takes a 10 s CPU profile and an in-use heap profile once
+// records flow; it returns the files written under the work dir.
+func (r *runner) profileRun(ctx context.Context, sc *sidecar, name string, flowing <-chan struct{}) []string {
+	select {
+	case <-flowing:
+	case <-ctx.Done():
+		return nil
+	}
+	var out []string
+	for _, p := range []struct{ path, file string }{
+		{"/debug/pprof/profile?seconds=10", name + ".cpu.pb.gz"},
+		{"/debug/pprof/heap?gc=1", name + ".heap.pb.gz"},
+	} {
+		if err := sc.profile(ctx, p.path, filepath.Join(r.cfg.WorkDir, p.file)); err != nil {
+			r.log.Warn("profile", "path", p.path, "err", err)
+			continue
+		}
+		out = append(out, p.file)
+	}
+	return out
+}
+
+// brokerCPU is the broker's CPU seconds so far, 0 when unknown.
+func (r *runner) brokerCPU() float64 {
+	pid, err := brokerPID(r.cfg.KafkaDir)
+	if err != nil {
+		return 0
+	}
+	u, err := procUsage(pid)
+	if err != nil {
+		return 0
+	}
+	return u.CPU
+}
+
+// isSignalExit reports whether err is the exit of a process we signalled.
+func isSignalExit(err error) bool {
+	var ee interface{ ExitCode() int }
+	return errors.As(err, &ee) && ee.ExitCode() == -1
+}

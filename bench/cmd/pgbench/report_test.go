@@ -1,0 +1,201 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	tests := []struct {
+		name string
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{"median of ten is the 5th", xs, 50, 5},
+		{"p99 of ten is the max", xs, 99, 10},
+		{"p10", xs, 10, 1},
+		{"p100", xs, 100, 10},
+		{"one sample", []float64{42}, 99, 42},
+		{"no samples", nil, 50, math.NaN()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := percentile(tt.xs, tt.q)
+			if got != tt.want && !(math.IsNaN(got) && math.IsNaN(tt.want)) {
+				t.Errorf("percentile(%v, %g) = %g, want %g", tt.xs, tt.q, got, tt.want)
+			}
+		})
+	}
+	if xs[0] != 5 {
+		t.Errorf("percentile sorted its input in place")
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	tests := []struct {
+		name, got, want string
+	}{
+		{"thousands small", thousands(999), "999"},
+		{"thousands million", thousands(1234567.6), "1,234,568"},
+		{"thousands negative", thousands(-1234), "-1,234"},
+		{"thousands NaN", thousands(math.NaN()), "-"},
+		{"mib", mib(64 << 20), "64"},
+		{"mib zero", mib(0), "-"},
+		{"ratio", ratio(3, 2), "1.50"},
+		{"ratio missing", ratio(3, 0), "-"},
+		{"verdict met", verdict(60, 100, 0.5), "0.60×, met"},
+		{"verdict missed", verdict(40, 100, 0.5), "0.40×, missed"},
+		{"verdict no number", verdict(0, 100, 1), "no number"},
+		{"oneLine", oneLine(errors.New("a\nb | c")), "a; b / c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRender checks that the report carries every number a reader needs and
+// says which runs failed instead of printing a rate for them.
+func TestRender(t *testing.T) {
+	cfg := config{Records: 1000000, Sizes: []int{100}, Phases: []time.Duration{100 * time.Millisecond, time.Second},
+		PacedShare: 0.5, PacedFor: 20 * time.Second, SkewPhase: 100 * time.Millisecond, SkewBuffer: 64 << 20, Commit: "abc1234"}
+	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	s := &suiteResult{
+		Started: start, Ended: start.Add(15 * time.Minute), Cfg: cfg,
+		Machine: machine{ID: "3d1219c7", CPU: "AMD EPYC", Cores: 2, MemGiB: 23.5, Kernel: "6.1", LoadAvg: "1 2 3"},
+		Sizes: []*sizeRun{{
+			Size: 100, InputRate: 200000, RateFrom: "test",
+			Producer: &toolResult{Records: 1000000, Seconds: 5, CPU: 10},
+			Consumer: &toolResult{Records: 1000000, Seconds: 2, CPU: 4},
+			Copiers:  []*toolResult{{Records: 250005, Seconds: 50, TxnSize: 20000, Txns: 13, Instances: 2}, nil},
+			Relays: []*relayResult{
+				{Size: 100, Records: 1000000, Seconds: 10, CPU: 8, HWM: 100 << 20, Phases: 50},
+				{Size: 100, Records: 1000000, Seconds: 30, Check: errors.New("999999 data records in the output, want 1000000")},
+			},
+			Paced: []*pacedResult{{TargetRate: 50000, Achieved: 49900, Samples: 540, SealP50: 20, SealP99: 150, SealMax: 200}, nil},
+		}},
+		Skew:     &relayResult{Size: 1024, Records: 1000000, Seconds: 20, HWM: 200 << 20, PeakBuffered: 40 << 20},
+		SkewRate: 50000,
+	}
+	md := render(s)
+	for _, want := range []string{
+		"machine 3d1219c7", "AMD EPYC, 2 cores", "phasegate abc1234",
+		"| ceiling: ProducerPerformance (idempotent, acks=all) | 200,000 | 20.0 |",
+		"| peer: TransactionalMessageCopier, 100ms | 5,000 |", "250,005 records copied",
+		"| phasegate, 100ms | 100,000 | 10.0 | 10.0 |",
+		"| phasegate, 1s | not verified |", "want 1000000",
+		"| 100 B | 100ms | 20.00 | 0.50 |",
+		"| 100 B | 1s | - | - |",
+		"| 100 B | 100ms | 50,000 | 49,900 | 540 | 20 | 150 | 200 |",
+		"100 B 100ms: 20.00×, met", "100 B 1s: no number",
+		"100 B 100ms: 0.50×, met",
+		"100 B 100ms: 150 ms, missed",
+		"200 MiB against 128 MiB: missed",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| phasegate, 1s | 33,333") {
+		t.Errorf("report gives a rate for a run whose output did not verify")
+	}
+}
+
+func TestResultPathKeepsEarlierRuns(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	want := []string{"2026-12-02-m1.md", "2026-12-02-m1-2.md", "2026-12-02-m1-3.md"}
+	for i, w := range want {
+		t.Run(w, func(t *testing.T) {
+			p := resultPath(dir, at, "m1")
+			if filepath.Base(p) != w {
+				t.Fatalf("run %d: path %s, want %s", i+1, filepath.Base(p), w)
+			}
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestConfig(t *testing.T) {
+	base := map[string]string{
+		"BENCH_BROKERS": "127.0.0.1:9092", "BENCH_KAFKA_SH": "k", "BENCH_SIDECAR": "s",
+		"BENCH_WORK_DIR": "w", "BENCH_RESULTS_DIR": "r",
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range base {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr bool
+	}{
+		{name: "defaults", env: base},
+		{name: "quick run", env: with("BENCH_RECORDS", "100000")},
+		{name: "too few records", env: with("BENCH_RECORDS", "10"), wantErr: true},
+		{name: "no broker", env: with("BENCH_BROKERS", ""), wantErr: true},
+		{name: "unknown step", env: with("BENCH_STEPS", "ceiling,warp"), wantErr: true},
+		{name: "bad size", env: with("BENCH_SIZES", "100,2"), wantErr: true},
+		{name: "bad share", env: with("BENCH_PACED_SHARE", "1.5"), wantErr: true},
+		{name: "bad phase", env: with("BENCH_PHASES", "100us"), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := loadConfig(tt.env)
+			if tt.wantErr != (err != nil) {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err == nil && tt.name == "defaults" {
+				if c.Records != 1000000 || len(c.Sizes) != 2 || len(c.Phases) != 2 || c.SkewBuffer != 64<<20 || !c.step("skew") {
+					t.Errorf("defaults: %+v", c)
+				}
+			}
+		})
+	}
+}
+
+func TestInputSpec(t *testing.T) {
+	start := time.UnixMilli(1_000_000)
+	s := inputSpec{Topics: []topicSpec{{"a", 3}, {"b", 2}}, Rate: 1000, Start: start, Behind: 200 * time.Millisecond}
+	slots := s.slots()
+	if len(slots) != 5 || !slots[2].first || slots[3].first || slots[4].part != 1 {
+		t.Fatalf("slots %+v", slots)
+	}
+	tests := []struct {
+		name  string
+		i     int
+		first bool
+		want  time.Time
+	}{
+		{"record 0", 0, true, start},
+		{"1000 records are one second at 1000/s", 1000, true, start.Add(time.Second)},
+		{"a branch behind trails by 200 ms", 1000, false, start.Add(800 * time.Millisecond)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := s.eventTime(tt.i, tt.first); !got.Equal(tt.want) {
+				t.Errorf("eventTime(%d, %v) = %s, want %s", tt.i, tt.first, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sidecar is a running phasegate binary and its HTTP address.
+type sidecar struct {
+	p    *proc
+	base string // http://127.0.0.1:port
+	http *http.Client
+}
+
+// sidecarEnv is the configuration of one sidecar run.
+type sidecarEnv struct {
+	Brokers     []string
+	Inputs      []string
+	Output      string
+	Quarantine  string
+	Group       string
+	PhaseLength time.Duration
+	MaxBuffer   int64 // 0: the default
+	Routing     string
+	Pprof       bool
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startSidecar execs bin with the configuration in the environment; its
+// log goes to logDir/<group>.log.
+func startSidecar(bin, logDir string, e sidecarEnv) (*sidecar, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	env := []string{
+		"PHASEGATE_BROKERS=" + strings.Join(e.Brokers, ","),
+		"PHASEGATE_INPUT_TOPICS=" + strings.Join(e.Inputs, ","),
+		"PHASEGATE_OUTPUT_TOPIC=" + e.Output,
+		"PHASEGATE_QUARANTINE_TOPIC=" + e.Quarantine,
+		"PHASEGATE_GROUP_ID=" + e.Group,
+		"PHASEGATE_TRANSACTIONAL_ID=" + e.Group,
+		"PHASEGATE_PHASE_LENGTH=" + e.PhaseLength.String(),
+		"PHASEGATE_HTTP_ADDR=" + addr,
+		"PHASEGATE_PPROF=" + strconv.FormatBool(e.Pprof),
+	}
+	if e.MaxBuffer > 0 {
+		env = append(env, "PHASEGATE_MAX_BUFFER_BYTES="+strconv.FormatInt(e.MaxBuffer, 10))
+	}
+	if e.Routing != "" {
+		env = append(env, "PHASEGATE_ROUTING="+e.Routing)
+	}
+	p, err := startProc(bin, nil, env, filepath.Join(logDir, e.Group+".log"), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &sidecar{p: p, base: "http://" + addr, http: &http.Client{Timeout: 5 * time.Second}}, nil
+}
+
+// get fetches path from the sidecar's HTTP server.
+func (s *sidecar) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return b, nil
+}
+
+// metrics scrapes /metrics and sums each metric over its labels.
+func (s *sidecar) metrics(ctx context.Context) (map[string]float64, error) {
+	b, err := s.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(string(b)), nil
+}
+
+// parseMetrics sums the samples of each metric name of a Prometheus text
+// exposition over all label sets. Comments and unparsable lines are skipped.
+func parseMetrics(text string) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest := line, ""
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			if j < i {
+				continue
+			}
+			name, rest = line[:i], line[j+1:]
+		} else if i := strings.IndexAny(line, " \t"); i >= 0 {
+			name, rest = line[:i], line[i:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		out[name] += v
+	}
+	return out
+}
+
+// phaseStatus is the part of /phases the benchmark reads.
+type phaseStatus struct {
+	Joined            bool  `json:"joined"`
+	PeakBufferedBytes int64 `json:"peak_buffered_bytes"`
+	MaxBufferBytes    int64 `json:"max_buffer_bytes"`
+}
+
+func (s *sidecar) phases(ctx context.Context) (phaseStatus, error) {
+	var st phaseStatus
+	b, err := s.get(ctx, "/phases")
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(b, &st)
+}
+
+// waitJoined polls /phases until the sidecar is in its group.
+func (s *sidecar) waitJoined(ctx context.Context) error {
+	for {
+		if st, err := s.phases(ctx); err == nil && st.Joined {
+			return nil
+		}
+		if s.p.exited() {
+			return fmt.Errorf("sidecar exited before joining: %v (log %s)", s.p.err, s.p.log.Name())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sidecar did not join its group: %w (log %s)", ctx.Err(), s.p.log.Name())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// profile saves the sidecar's profile path (e.g. /debug/pprof/allocs) to file.
+func (s *sidecar) profile(ctx context.Context, path, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	if err != nil {
+		return err
+	}
+	c := http.Client{} // a CPU profile takes as long as it asks
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// sizeRun is everything measured for one record size.
+type sizeRun struct {
+	Size      int
+	InputRate float64 // records/s of event time the input was stamped with
+	RateFrom  string  // where InputRate came from
+	Producer  *toolResult
+	Consumer  *toolResult
+	Fill      *fillResult
+	Copiers   []*toolResult  // by phase length, nil when skipped or failed
+	Relays    []*relayResult // by phase length
+	Paced     []*pacedResult // by phase length
+	Errors    []string
+}
+
+// suiteResult is one whole run.
+type suiteResult struct {
+	Started, Ended time.Time
+	Machine        machine
+	Cfg            config
+	Sizes          []*sizeRun
+	Skew           *relayResult
+	SkewRate       float64
+	SkewErr        string
+}
+
+// fallbackRate stamps the input when the ceiling did not run and
+// BENCH_INPUT_RATE is unset.
+const fallbackRate = 100000
+
+// trailerGap is how far after the last record the trailer records are
+// stamped: beyond any phase length plus the out-of-orderness bound.
+const trailerGap = 10 * time.Second
+
+func (r *runner) suite(ctx context.Context) *suiteResult {
+	res := &suiteResult{Started: time.Now(), Machine: describeMachine(), Cfg: r.cfg}
+	for _, size := range r.cfg.Sizes {
+		if ctx.Err() != nil {
+			break
+		}
+		res.Sizes = append(res.Sizes, r.size(ctx, size))
+	}
+	if r.cfg.step("skew") && ctx.Err() == nil {
+		r.skew(ctx, res)
+	}
+	res.Ended = time.Now()
+	return res
+}
+
+func (r *runner) stepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.RunTimeout)
+}
+
+// size runs every step for one record size.
+func (r *runner) size(ctx context.Context, size int) *sizeRun {
+	sr := &sizeRun{Size: size}
+	fail := func(step string, err error) {
+		sr.Errors = append(sr.Errors, fmt.Sprintf("%s: %v", step, err))
+		r.log.Error("step failed", "size", size, "step", step, "err", err)
+	}
+	n := r.cfg.Records
+	if r.cfg.step("ceiling") {
+		topic := fmt.Sprintf("%s-ceiling-%d", r.tag, size)
+		sctx, cancel := r.stepCtx(ctx)
+		err := createTopics(sctx, r.cfg.Brokers, topicSpec{topic, 5})
+		if err == nil {
+			b0 := r.brokerCPU()
+			sr.Producer, err = r.tools.producerPerf(sctx, topic, n, size)
+			if sr.Producer != nil {
+				sr.Producer.BrokerCPU = r.brokerCPU() - b0
+			}
+		}
+		if err != nil {
+			fail("ProducerPerformance", err)
+		} else {
+			b0 := r.brokerCPU()
+			if sr.Consumer, err = r.tools.consumerPerf(sctx, topic, n); err != nil {
+				fail("ConsumerPerformance", err)
+			} else {
+				sr.Consumer.BrokerCPU = r.brokerCPU() - b0
+			}
+		}
+		cancel()
+		r.log.Info("ceiling", "size", size, "producer_rps", sr.Producer.rate(), "consumer_rps", sr.Consumer.rate())
+	}
+	switch {
+	case r.cfg.InputRate > 0:
+		sr.InputRate, sr.RateFrom = r.cfg.InputRate, "BENCH_INPUT_RATE"
+	case sr.Producer.rate() > 0:
+		sr.InputRate, sr.RateFrom = math.Round(sr.Producer.rate()), "the ceiling producer's records/s in this run"
+	default:
+		sr.InputRate, sr.RateFrom = fallbackRate, "a fixed default (the ceiling did not run)"
+	}
+	if !r.cfg.step("copier") && !r.cfg.step("phasegate") && !r.cfg.step("paced") {
+		return sr
+	}
+	in := relayInput{Topics: []string{fmt.Sprintf("%s-fork-a-%d", r.tag, size), fmt.Sprintf("%s-fork-b-%d", r.tag, size)}, Records: n}
+	spec := inputSpec{
+		Topics:  []topicSpec{{in.Topics[0], 3}, {in.Topics[1], 2}},
+		Records: n, Size: size, Rate: sr.InputRate, Trailer: trailerGap,
+	}
+	spec.Start = time.Now().Add(-time.Duration(float64(n)/sr.InputRate*float64(time.Second)) - time.Minute).Truncate(time.Second)
+	if r.cfg.step("copier") || r.cfg.step("phasegate") {
+		sctx, cancel := r.stepCtx(ctx)
+		err := createTopics(sctx, r.cfg.Brokers, spec.Topics...)
+		if err == nil {
+			sr.Fill, err = fill(sctx, r.cfg.Brokers, spec)
+		}
+		cancel()
+		if err != nil {
+			fail("fill", err)
+			return sr
+		}
+		in.LastMs = sr.Fill.LastMs
+		r.log.Info("input written", "size", size, "records", n, "seconds", sr.Fill.Seconds, "input_rate", sr.InputRate)
+	}
+	sr.Copiers = make([]*toolResult, len(r.cfg.Phases))
+	sr.Relays = make([]*relayResult, len(r.cfg.Phases))
+	sr.Paced = make([]*pacedResult, len(r.cfg.Phases))
+	if r.cfg.step("copier") {
+		r.copiers(ctx, sr, spec, in, fail)
+	}
+	for i, L := range r.cfg.Phases {
+		if !r.cfg.step("phasegate") || ctx.Err() != nil {
+			break
+		}
+		sr.Relays[i] = r.relay(ctx, fmt.Sprintf("relay-%d-%s", size, L), in, size, sidecarEnv{PhaseLength: L})
+		if err := sr.Relays[i].Err; err != nil {
+			fail("phasegate "+L.String(), err)
+		}
+	}
+	for i, L := range r.cfg.Phases {
+		if !r.cfg.step("paced") || ctx.Err() != nil {
+			break
+		}
+		peak := sr.Relays[i].rate()
+		if peak == 0 {
+			fail("paced "+L.String(), fmt.Errorf("no verified phasegate relay rate to pace at"))
+			continue
+		}
+		sr.Paced[i] = r.paced(ctx, fmt.Sprintf("paced-%d-%s", size, L), size, L, math.Round(peak*r.cfg.PacedShare))
+		if err := sr.Paced[i].Err; err != nil {
+			fail("paced "+L.String(), err)
+		}
+	}
+	return sr
+}
+
+// copiers runs the copier once per phase length. Kafka's copier is slow
+// (about 3,000-5,000 records/s here), so past BENCH_COPIER_RECORDS it gets an
+// input of its own: the first BENCH_COPIER_RECORDS records of the same input
+// (same sizes, timestamps and partitions).
+func (r *runner) copiers(ctx context.Context, sr *sizeRun, spec inputSpec, in relayInput, fail func(string, error)) {
+	if spec.Records > r.cfg.CopierRecords {
+		spec.Records = r.cfg.CopierRecords
+		spec.Topics = []topicSpec{{in.Topics[0] + "-copier", 3}, {in.Topics[1] + "-copier", 2}}
+		in.Topics = []string{spec.Topics[0].Name, spec.Topics[1].Name}
+		sctx, cancel := r.stepCtx(ctx)
+		err := createTopics(sctx, r.cfg.Brokers, spec.Topics...)
+		if err == nil {
+			_, err = fill(sctx, r.cfg.Brokers, spec)
+		}
+		cancel()
+		if err != nil {
+			fail("fill for the copier", err)
+			return
+		}
+	}
+	for i, L := range r.cfg.Phases {
+		if ctx.Err() != nil {
+			return
+		}
+		txn := max(1, int(math.Round(sr.InputRate*L.Seconds())))
+		out := fmt.Sprintf("%s-copy-%d-%s", r.tag, sr.Size, L)
+		sctx, cancel := r.stepCtx(ctx)
+		err := createTopics(sctx, r.cfg.Brokers, topicSpec{out, outputPartitions})
+		var res *toolResult
+		if err == nil {
+			b0 := r.brokerCPU()
+			res, err = r.tools.copier(sctx, in.Topics, out, txn, fmt.Sprintf("%s-%d-%s", r.tag, sr.Size, L))
+			if res != nil {
+				res.BrokerCPU = r.brokerCPU() - b0
+			}
+		}
+		cancel()
+		if err != nil {
+			fail("TransactionalMessageCopier "+L.String(), err)
+			continue
+		}
+		sr.Copiers[i] = res
+		r.log.Info("copier", "size", sr.Size, "phase", L, "txn_size", txn, "records", res.Records, "seconds", res.Seconds,
+			"records_per_s", res.rate(), "txns", res.Txns)
+	}
+}
+
+// skew writes the skewed input and relays it under a small buffer bound.
+func (r *runner) skew(ctx context.Context, res *suiteResult) {
+	size := r.cfg.SkewSize
+	rate := r.cfg.InputRate
+	for _, sr := range res.Sizes {
+		if sr.Size == size && rate == 0 {
+			rate = sr.InputRate
+		}
+	}
+	if rate == 0 {
+		rate = fallbackRate
+	}
+	res.SkewRate = rate
+	n := r.cfg.Records
+	a, b := fmt.Sprintf("%s-skew-a", r.tag), fmt.Sprintf("%s-skew-b", r.tag)
+	spec := inputSpec{
+		Topics:  []topicSpec{{a, 3}, {b, 2}},
+		Records: n, Size: size, Rate: rate, Trailer: trailerGap,
+		HotKey: 0.7, Behind: 200 * time.Millisecond,
+	}
+	spec.Start = time.Now().Add(-time.Duration(float64(n)/rate*float64(time.Second)) - time.Minute).Truncate(time.Second)
+	sctx, cancel := r.stepCtx(ctx)
+	err := createTopics(sctx, r.cfg.Brokers, spec.Topics...)
+	var f *fillResult
+	if err == nil {
+		f, err = fill(sctx, r.cfg.Brokers, spec)
+	}
+	cancel()
+	if err != nil {
+		res.SkewErr = err.Error()
+		return
+	}
+	in := relayInput{Topics: []string{a, b}, Records: n, LastMs: f.LastMs}
+	res.Skew = r.relay(ctx, "skew", in, size, sidecarEnv{PhaseLength: r.cfg.SkewPhase, MaxBuffer: r.cfg.SkewBuffer, Routing: "key"})
+}

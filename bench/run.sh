@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/run.sh: what `make bench` runs. Builds the sidecar and pgbench,
+# starts a fresh Apache Kafka broker in bench/work/kafka with the project's
+# script (unless BENCH_BROKERS names one), runs the suite, stops the broker,
+# and prints the table (also written to bench/results/).
+#
+#   BENCH_RECORDS=100000 make bench      a quick run (default 1,000,000)
+#   BENCH_STEPS=phasegate,paced make bench   only some steps
+#   BENCH_PROFILE=1 make bench           CPU/heap/alloc profiles of each relay,
+#                                        summarised with go tool pprof -top
+# Every BENCH_* variable is described in bench/README.md.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly ROOT
+readonly WORK="$ROOT/bench/work"
+readonly KAFKA_SH="$ROOT/e2e/kafka/kafka.sh"
+GO="${GO:-go}"
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+mkdir -p "$WORK/bin" "$WORK/logs"
+log "building the sidecar and pgbench"
+(cd "$ROOT" && "$GO" build -o "$WORK/bin/sidecar" ./cmd/sidecar && "$GO" build -o "$WORK/bin/pgbench" ./bench/cmd/pgbench)
+
+kafka_version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/e2e/kafka/pom.xml")"
+java_version="$("${JAVA_HOME:+$JAVA_HOME/bin/}java" -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n1)"
+go_version="$("$GO" env GOVERSION)"
+commit="$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(cd "$ROOT" && git status --porcelain -- cmd proxy txn markers watermarks dedupe internal 2>/dev/null)" ]]; then
+  commit="$commit (with uncommitted changes)"
+fi
+
+KAFKA_DIR=""
+if [[ -z "${BENCH_BROKERS:-}" ]]; then
+  KAFKA_DIR="$WORK/kafka"
+  log "starting a broker in $KAFKA_DIR"
+  BENCH_BROKERS="$("$KAFKA_SH" start "$KAFKA_DIR")"
+  trap '"$KAFKA_SH" stop "$KAFKA_DIR" >/dev/null 2>&1 || true' EXIT
+fi
+
+run_dir="$WORK/logs/$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$run_dir"
+log "logs and profiles in $run_dir"
+status=0
+BENCH_BROKERS="$BENCH_BROKERS" \
+  BENCH_KAFKA_SH="$KAFKA_SH" \
+  BENCH_KAFKA_DIR="${BENCH_KAFKA_DIR:-$KAFKA_DIR}" \
+  BENCH_SIDECAR="$WORK/bin/sidecar" \
+  BENCH_WORK_DIR="$run_dir" \
+  BENCH_RESULTS_DIR="${BENCH_RESULTS_DIR:-$ROOT/bench/results}" \
+  BENCH_VERSIONS="$go_version, Java $java_version, Apache Kafka $kafka_version (broker and tools)" \
+  BENCH_COMMIT="$commit" \
+  "$WORK/bin/pgbench" || status=$?
+
+if [[ "${BENCH_PROFILE:-}" =~ ^(1|true)$ ]]; then
+  shopt -s nullglob
+  for p in "$run_dir"/*.pb.gz; do
+    case "$p" in
+      *.cpu.pb.gz) opts=() ;;
+      *.heap.pb.gz) opts=(-sample_index=inuse_space) ;;
+      *.allocs.pb.gz) opts=(-sample_index=alloc_space) ;;
+    esac
+    "$GO" tool pprof -top -nodecount=30 "${opts[@]}" "$WORK/bin/sidecar" "$p" >"${p%.pb.gz}.top.txt" 2>/dev/null || true
+    log "profile summary: ${p%.pb.gz}.top.txt"
+  done
+fi
+exit "$status"
