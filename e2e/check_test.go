@@ -168,6 +168,9 @@ func (sc *scenario) checkExpectations(r *result) {
 			}
 		}
 	}
+	if len(r.quar) != r.acc.Quarantined {
+		errs = append(errs, fmt.Errorf("the quarantine holds %d records, %d of them input records", len(r.quar), r.acc.Quarantined))
+	}
 	if len(errs) > 0 {
 		sc.t.Errorf("%d input records did not meet their expectation:\n%s", len(errs), shown(errors.Join(errs...)))
 	}

@@ -137,7 +137,10 @@ func toInputs(parts [][]*kgo.Record) []input {
 func expectationOf(v []byte) expectation {
 	_, rest, ok := bytes.Cut(v, []byte("expect="))
 	if !ok {
-		return ""
+		// A hand-written input marker carries it as a JSON field.
+		if _, rest, ok = bytes.Cut(v, []byte(`"expect":"`)); !ok {
+			return ""
+		}
 	}
 	if i := bytes.IndexAny(rest, " \",}"); i >= 0 {
 		rest = rest[:i]

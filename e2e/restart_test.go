@@ -117,7 +117,7 @@ func (sc *scenario) bounce(sig syscall.Signal, rounds int) {
 				sc.t.Errorf("round %d: instance %d took %s to shut down, more than 30 s", round, in.n, d)
 			}
 		}
-		poll(sc.t, time.Minute, "the supervisor to restart the sidecar", func() bool {
+		sc.poll(time.Minute, "the supervisor to restart the sidecar", func() bool {
 			cur := sc.sup.current()
 			return cur != nil && cur != in
 		})

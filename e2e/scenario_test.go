@@ -151,11 +151,26 @@ func (sc *scenario) progress() float64 {
 func (sc *scenario) waitProgress(share float64) float64 {
 	sc.t.Helper()
 	var got float64
-	poll(sc.t, 3*time.Minute, fmt.Sprintf("%.0f %% of the input committed", share*100), func() bool {
+	sc.poll(3*time.Minute, fmt.Sprintf("%.0f %% of the input committed", share*100), func() bool {
 		got = sc.progress()
 		return got >= share
 	})
 	return got
+}
+
+// poll is poll that also fails at once when the supervisor gave up on a
+// sidecar that keeps exiting: waiting for progress would be pointless.
+func (sc *scenario) poll(timeout time.Duration, what string, cond func() bool) {
+	sc.t.Helper()
+	poll(sc.t, timeout, what, func() bool {
+		if sc.sup != nil {
+			if in := sc.sup.givenUp(); in != nil {
+				sc.t.Fatalf("while waiting for %s: the sidecar exited %d times in a row; the supervisor gave up. Last: %s\n%s",
+					what, maxRestarts+1, in.describe(), in.excerpt(10))
+			}
+		}
+		return cond()
+	})
 }
 
 // poll checks cond every 50 ms until it holds, and fails the test when
@@ -182,7 +197,7 @@ func (sc *scenario) finish() *instance {
 		sc.t.Fatalf("producing the input: %v", err)
 	}
 	var c, e int64
-	poll(sc.t, 3*time.Minute, "the sidecar to commit every input offset", func() bool {
+	sc.poll(3*time.Minute, "the sidecar to commit every input offset", func() bool {
 		var err error
 		c, e, err = sc.committed()
 		return err == nil && c == e && e > 0

@@ -179,6 +179,7 @@ type supervisor struct {
 	all      []*instance
 	restarts int
 	stopping bool
+	gaveUp   *instance // the last instance, once the supervisor gave up
 }
 
 func newSupervisor(t *testing.T, dir string, env []string) *supervisor {
@@ -230,8 +231,7 @@ func (s *supervisor) watch(in *instance) {
 		return
 	}
 	if s.restarts >= maxRestarts {
-		s.t.Errorf("the sidecar exited %d times; giving up (last: %s)", s.restarts+1, in.describe())
-		s.cur = nil
+		s.gaveUp, s.cur = in, nil
 		return
 	}
 	s.restarts++
@@ -239,6 +239,14 @@ func (s *supervisor) watch(in *instance) {
 		s.t.Errorf("restart the sidecar: %v", err)
 		s.cur = nil
 	}
+}
+
+// givenUp returns the last instance once the supervisor stopped
+// restarting a sidecar that keeps exiting, else nil.
+func (s *supervisor) givenUp() *instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gaveUp
 }
 
 // current returns the supervised instance (nil while detached).
