@@ -40,7 +40,7 @@ die() {
   exit 1
 }
 
-# shellcheck source=secure.sh
+# shellcheck source=SCRIPTDIR/secure.sh
 source "$HERE/secure.sh"
 
 # check_prereqs stops with a clear message unless java >= 17 (and, when

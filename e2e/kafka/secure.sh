@@ -35,7 +35,7 @@ certs_valid() {
 
 # new_ca KEY CERT SUBJECT: a self-signed P-256 CA.
 new_ca() {
-  openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -noenc \
+  openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$1" -out "$2" -days "$CA_DAYS" -subj "$3" -sha256 \
     -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
@@ -58,7 +58,7 @@ make_certs() {
   (
     umask 077
     new_ca "$t/ca.key" "$dir/ca.pem" "$CA_SUBJECT" &&
-      openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -noenc \
+      openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
         -keyout "$t/broker.key" -out "$t/broker.csr" -subj "/CN=localhost" 2>/dev/null &&
       openssl x509 -req -in "$t/broker.csr" -CA "$dir/ca.pem" -CAkey "$t/ca.key" \
         -set_serial "0x$(openssl rand -hex 16)" -days "$CERT_DAYS" -sha256 \
