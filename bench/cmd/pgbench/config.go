@@ -31,6 +31,7 @@ type config struct {
 	SkewPhase     time.Duration   `env:"SKEW_PHASE" envDefault:"100ms"`
 	SkewSize      int             `env:"SKEW_SIZE" envDefault:"1024"`
 	SkewBuffer    int64           `env:"SKEW_BUFFER_BYTES" envDefault:"67108864"`
+	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
 	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,skew"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step

@@ -95,6 +95,7 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(1<<16),
 		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), // as ProducerPerformance's default
 	)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 	if len(spec.Topics) > 0 {
 		firstParts = spec.Topics[0].Partitions
 	}
-	block := asciiBlock(spec.Size + 64)
+	vals := newValues(spec.Size)
 	rng := rand.New(rand.NewPCG(1, 2)) // the same skew on every run
 	var rr int32
 	start := time.Now()
@@ -124,7 +125,7 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 	for i := range spec.Records {
 		sl := slots[i%len(slots)]
 		r := &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: spec.eventTime(i, sl.first)}
-		r.Value = append(make([]byte, 0, spec.Size), block[i%64:i%64+spec.Size]...)
+		r.Value = vals.next()
 		if sl.first && spec.HotKey > 0 {
 			if rng.Float64() < spec.HotKey {
 				r.Key, r.Partition = []byte("hot"), 0
@@ -159,13 +160,26 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 	return &fillResult{Records: spec.Records, Seconds: time.Since(start).Seconds(), LastMs: last}, nil
 }
 
-// asciiBlock is n random letters: record values are valid UTF-8, as Kafka's
-// copier (String serde) needs to copy them unchanged.
-func asciiBlock(n int) []byte {
+// values makes record values: size random letters each, copied from a
+// 4 MiB pool at pseudo-random offsets, so that batches do not compress much
+// better than real payloads would. Letters, because Kafka's copier (String
+// serde) must copy them unchanged.
+type values struct {
+	pool []byte
+	size int
+	rng  *rand.Rand
+}
+
+func newValues(size int) *values {
 	rng := rand.New(rand.NewPCG(3, 4))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte('a' + rng.IntN(26))
+	pool := make([]byte, 4<<20+size)
+	for i := range pool {
+		pool[i] = byte('a' + rng.IntN(26))
 	}
-	return b
+	return &values{pool: pool, size: size, rng: rng}
+}
+
+func (v *values) next() []byte {
+	off := v.rng.IntN(len(v.pool) - v.size)
+	return append(make([]byte, 0, v.size), v.pool[off:off+v.size]...)
 }

@@ -23,6 +23,9 @@ type pacedResult struct {
 	EndP99      float64
 	Err         error
 	MarkerCount int
+	// From phasegate's histograms over the whole run (warm-up included).
+	TxnMeanMs        float64 // phasegate_transaction_duration_seconds: BeginTxn to the end
+	SealCommitMeanMs float64 // phasegate_seal_to_commit_seconds
 }
 
 // markerSeen is one marker as the latency consumer received it.
@@ -43,7 +46,7 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 	group := fmt.Sprintf("%s-%s", r.tag, name)
 	a, b := topicSpec{group + "-a", 3}, topicSpec{group + "-b", 2}
 	e := sidecarEnv{Brokers: r.cfg.Brokers, Inputs: []string{a.Name, b.Name}, Output: group + "-out",
-		Quarantine: group + "-quarantine", Group: group, PhaseLength: phase}
+		Quarantine: group + "-quarantine", Group: group, PhaseLength: phase, Extra: r.cfg.SidecarEnv}
 	if err := createTopics(ctx, r.cfg.Brokers, a, b, topicSpec{e.Output, outputPartitions}, topicSpec{e.Quarantine, 1}); err != nil {
 		res.Err = err
 		return res
@@ -105,6 +108,10 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	if m, err := sc.metrics(ctx); err == nil {
+		res.TxnMeanMs = 1000 * m["phasegate_transaction_duration_seconds_sum"] / m["phasegate_transaction_duration_seconds_count"]
+		res.SealCommitMeanMs = 1000 * m["phasegate_seal_to_commit_seconds_sum"] / m["phasegate_seal_to_commit_seconds_count"]
 	}
 	stopConsumer()
 	wg.Wait()
@@ -175,7 +182,8 @@ func consumeMarkers(ctx context.Context, brokers []string, topic string, fn func
 func producePaced(ctx context.Context, brokers []string, topics []topicSpec, size int, rate float64, d time.Duration) (time.Time, time.Time, int, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<16))
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<16),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return time.Time{}, time.Time{}, 0, err
 	}
@@ -197,7 +205,7 @@ func producePaced(ctx context.Context, brokers []string, topics []topicSpec, siz
 			mu.Unlock()
 		}
 	}
-	block := asciiBlock(size + 64)
+	vals := newValues(size)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
@@ -206,8 +214,7 @@ func producePaced(ctx context.Context, brokers []string, topics []topicSpec, siz
 		due := int(now.Sub(start).Seconds()*rate) - sent
 		for range due {
 			sl := slots[sent%len(slots)]
-			v := append(make([]byte, 0, size), block[sent%64:sent%64+size]...)
-			cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: time.Now(), Value: v}, done)
+			cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: time.Now(), Value: vals.next()}, done)
 			sent++
 		}
 		select {

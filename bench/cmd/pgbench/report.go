@@ -21,6 +21,9 @@ func render(s *suiteResult) string {
 	fmt.Fprintf(&b, "| kernel | %s |\n", s.Machine.Kernel)
 	fmt.Fprintf(&b, "| versions | %s |\n", orDash(c.Versions))
 	fmt.Fprintf(&b, "| load average at start | %s |\n", s.Machine.LoadAvg)
+	if len(c.SidecarEnv) > 0 {
+		fmt.Fprintf(&b, "| sidecar environment added | %s |\n", strings.Join(c.SidecarEnv, " "))
+	}
 	if c.Profile {
 		b.WriteString("| note | BENCH_PROFILE=1: phasegate ran with profiling on; its numbers are slower than without |\n")
 	}
@@ -135,8 +138,8 @@ func renderRatios(b *strings.Builder, c config, s *suiteResult) {
 
 func renderLatency(b *strings.Builder, c config, s *suiteResult) {
 	fmt.Fprintf(b, "## Seal → visible to read_committed, paced at %.0f %% of phasegate's relay rate for %s\n\n", c.PacedShare*100, c.PacedFor)
-	b.WriteString("| size | phase | paced at records/s | achieved | markers timed | p50 ms | p99 ms | max ms | phase end → visible p50 / p99 ms |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| size | phase | paced at records/s | achieved | markers timed | p50 ms | p99 ms | max ms | phase end → visible p50 / p99 ms | mean transaction ms | mean seal → commit ms |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, sr := range s.Sizes {
 		for i, L := range c.Phases {
 			if i >= len(sr.Paced) || sr.Paced[i] == nil {
@@ -147,11 +150,12 @@ func renderLatency(b *strings.Builder, c config, s *suiteResult) {
 				fmt.Fprintf(b, "| %d B | %s | %s | failed | | | | | %s |\n", sr.Size, L, thousands(p.TargetRate), oneLine(p.Err))
 				continue
 			}
-			fmt.Fprintf(b, "| %d B | %s | %s | %s | %d | %.0f | %.0f | %.0f | %.0f / %.0f |\n", sr.Size, L, thousands(p.TargetRate),
-				thousands(p.Achieved), p.Samples, p.SealP50, p.SealP99, p.SealMax, p.EndP50, p.EndP99)
+			fmt.Fprintf(b, "| %d B | %s | %s | %s | %d | %.0f | %.0f | %.0f | %.0f / %.0f | %.0f | %.0f |\n", sr.Size, L, thousands(p.TargetRate),
+				thousands(p.Achieved), p.Samples, p.SealP50, p.SealP99, p.SealMax, p.EndP50, p.EndP99, p.TxnMeanMs, p.SealCommitMeanMs)
 		}
 	}
-	b.WriteString("\nPhase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS (200 ms) and the seal decision; it is what a join waits after a phase's last event.\n\n")
+	b.WriteString("\nThe last two columns are phasegate's own histograms (sum ÷ count over the run): the transaction's time from BeginTxn to its end, and from the seal to the commit's return.\n")
+	b.WriteString("Phase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS (200 ms) and the seal decision; it is what a join waits after a phase's last event.\n\n")
 }
 
 func renderSkew(b *strings.Builder, s *suiteResult) {

@@ -33,6 +33,7 @@ type sidecarEnv struct {
 	MaxBuffer   int64 // 0: the default
 	Routing     string
 	Pprof       bool
+	Extra       []string // more variables, e.g. GOMEMLIMIT=128MiB (BENCH_SIDECAR_ENV)
 }
 
 func freePort() (int, error) {
@@ -66,6 +67,7 @@ func startSidecar(bin, logDir string, e sidecarEnv) (*sidecar, error) {
 	if e.MaxBuffer > 0 {
 		env = append(env, "PHASEGATE_MAX_BUFFER_BYTES="+strconv.FormatInt(e.MaxBuffer, 10))
 	}
+	env = append(env, e.Extra...)
 	if e.Routing != "" {
 		env = append(env, "PHASEGATE_ROUTING="+e.Routing)
 	}
@@ -82,6 +84,7 @@ func (s *sidecar) get(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Accept-Encoding", "identity") // spare the sidecar the gzip
 	resp, err := s.http.Do(req)
 	if err != nil {
 		return nil, err
