@@ -41,6 +41,9 @@ type scenario struct {
 	prod    *producer
 	plan    *plan
 	res     *result // set by check
+	// lateOK, when set, lets a data record be quarantined as late (F3:
+	// records the producer could only deliver after the broker restart).
+	lateOK func(in input) bool
 	// ctx bounds the whole scenario.
 	ctx context.Context
 }
