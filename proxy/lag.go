@@ -8,9 +8,11 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// lagReport carries the last stable offsets of the assigned partitions.
+// lagReport carries the last stable offsets of the assigned partitions, or
+// the error that kept them from being measured.
 type lagReport struct {
 	lso map[tp]int64
+	err error
 }
 
 // lagState remembers the last measurement of a partition, to tell a gap of
@@ -38,11 +40,10 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 		}
 		lso, err := lastStableOffsets(p.deps.Client, *parts)
 		if err != nil {
-			p.log.Debug("lag measurement failed; idleness waits for the next one", "err", err)
-			continue
+			p.log.Debug("lag measurement failed; no partition can be idle until one succeeds", "err", err)
 		}
 		select {
-		case p.events <- lagReport{lso: lso}:
+		case p.events <- lagReport{lso: lso, err: err}:
 		case <-ctx.Done():
 			return
 		}
@@ -97,6 +98,16 @@ func lastStableOffsets(c sarama.Client, parts []tp) (map[tp]int64, error) {
 func (p *Pipeline) lag(r lagReport) {
 	g := p.gen
 	if g == nil {
+		return
+	}
+	if r.err != nil {
+		// While the brokers cannot be asked, nothing proves a partition has
+		// no record to give: its lag is unknown, so it is not idle, and a
+		// gap is measured afresh once they answer.
+		for _, ps := range g.byP {
+			ps.lag = lagState{}
+			g.tracker.Lag(ps.p, -1)
+		}
 		return
 	}
 	now := p.now()

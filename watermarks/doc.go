@@ -24,7 +24,8 @@
 //  1. Idle. p is idle when IdleTimeout > 0, its lag is known and 0, it is not
 //     effectively paused, and it had no record or marker for IdleTimeout of
 //     unpaused time. On resume the quiet clock restarts (paused time never
-//     counts). IdleTimeout 0 means never idle. Any record or marker makes an
+//     counts), and so it does when the lag becomes known again (time during
+//     which the brokers could not be asked never counts either). IdleTimeout 0 means never idle. Any record or marker makes an
 //     idle partition live again; a record of a sealed phase is still Late.
 //     Idleness is decided in Advance.
 //  2. Global watermark. G, the first unsealed phase, is max(previous G, min

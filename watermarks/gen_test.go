@@ -248,7 +248,11 @@ func (r *run) marker(p int, phase uint64) *violation {
 func (r *run) lag(p int, n int64) *violation {
 	r.tr.Lag(P(p), n)
 	r.logf("Lag(%d, %d)", p, n)
-	r.parts[p].lag, r.parts[p].lagKnown = n, n >= 0
+	m := r.parts[p]
+	if !m.lagKnown && n >= 0 {
+		m.quietSince = r.clk.Now() // silence counts only while it can be observed
+	}
+	m.lag, m.lagKnown = n, n >= 0
 	return r.after()
 }
 

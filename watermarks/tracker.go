@@ -214,6 +214,11 @@ func (t *Tracker) Marker(p P, phase uint64) {
 // keeps a partition from being idle.
 func (t *Tracker) Lag(p P, records int64) {
 	ps := &t.parts[p]
+	if !ps.lagKnown && records >= 0 {
+		// Silence counts only while the lag can be observed: after the
+		// brokers could not be asked (unknown lag), the quiet clock restarts.
+		ps.quietSince = t.cfg.Now()
+	}
 	ps.lag, ps.lagKnown = records, records >= 0
 	if records != 0 {
 		ps.idle = false
