@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +68,7 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		return 2
 	}
 	log := newLogger(stderr, cfg)
+	limitMemory(environ, cfg, log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {
@@ -124,3 +126,20 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 var errUnhealthy = errors.New("unhealthy")
+
+// memoryHeadroom is what the process may hold beyond the phase buffer:
+// consumer fetches in flight, the batch being produced, the runtime.
+const memoryHeadroom = 64 << 20
+
+// limitMemory sets Go's soft memory limit to the buffer bound plus headroom,
+// unless GOMEMLIMIT is set: without it the garbage collector lets the heap
+// grow to twice the live data, and the process would hold far more than
+// PHASEGATE_MAX_BUFFER_BYTES under skew.
+func limitMemory(environ map[string]string, cfg Config, log *slog.Logger) {
+	if environ["GOMEMLIMIT"] != "" {
+		return
+	}
+	limit := cfg.MaxBufferBytes + memoryHeadroom
+	debug.SetMemoryLimit(limit)
+	log.Debug("memory limit set from PHASEGATE_MAX_BUFFER_BYTES (set GOMEMLIMIT to override)", "bytes", limit)
+}
