@@ -54,7 +54,7 @@ func runSuite(m *testing.M) int {
 	cancel()
 	switch {
 	case err != nil && ci:
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: no Kafka broker, and CI=true makes that a failure, not a skip: %v\n", err)
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: no Kafka broker, and CI=true makes that a failure, not a skip: %v\n(state kept in %s)\n", err, suite.work)
 		return 1
 	case err != nil:
 		suite.noBroker = err

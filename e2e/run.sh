@@ -25,7 +25,7 @@ out="$(mktemp "${TMPDIR:-/tmp}/phasegate-e2e-XXXXXX.log")"
 trap 'rm -f "$out"' EXIT
 start=$SECONDS
 set +e
-go test -tags e2e -count=1 -timeout 45m ./e2e/... -v "$@" 2>&1 | tee "$out"
+go test -race -tags e2e -count=1 -timeout 45m ./e2e/... -v "$@" 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 set -e
 echo
