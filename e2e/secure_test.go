@@ -287,3 +287,90 @@ func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// The S-scenarios' own reading of outputs: if these are wrong, S4 and the
+// SASL_SSL read prove nothing. They need no broker.
+
+func TestLeaks(t *testing.T) {
+	secrets := map[string]string{"PLAIN": "pA55-w0rd_x", "SCRAM-SHA-512": "zz9-Yq"}
+	cases := []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"none", "SASL authentication failed for user \"phasegate\"\n", nil},
+		{"in a JSON log line", "a\nb\n{\"msg\":\"password pA55-w0rd_x\"}\n", []string{"the PLAIN password is in f, line 3"}},
+		{"at the start", "zz9-Yq", []string{"the SCRAM-SHA-512 password is in f, line 1"}},
+		{"a prefix is not the secret", "pA55-w0rd", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := leaks([]byte(c.data), secrets, "f")
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Fatalf("leaks = %q, want %q", got, c.want)
+			}
+			for _, l := range got {
+				for _, s := range secrets {
+					if strings.Contains(l, s) {
+						t.Fatalf("the report %q repeats the secret", l)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestReadUsers(t *testing.T) {
+	cases := []struct {
+		name, file string
+		want       map[string]string
+		err        bool
+	}{
+		{"kafka.sh's three lines", "PLAIN phasegate a\nSCRAM-SHA-256 phasegate b\nSCRAM-SHA-512 phasegate c\n",
+			map[string]string{"PLAIN": "a", "SCRAM-SHA-256": "b", "SCRAM-SHA-512": "c"}, false},
+		{"another user", "PLAIN admin a\n", nil, true},
+		{"a field missing", "PLAIN phasegate\n", nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "users")
+			if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readUsers(path)
+			if (err != nil) != c.err || fmt.Sprint(got) != fmt.Sprint(c.want) && !c.err {
+				t.Fatalf("readUsers = %v, %v; want %v (error: %v)", got, err, c.want, c.err)
+			}
+		})
+	}
+}
+
+func TestParseConsole(t *testing.T) {
+	cases := []struct {
+		name, out, stderr       string
+		records, markers, total int
+		err                     string
+	}{
+		{"records and a marker",
+			"Partition:0\tOffset:0\tNO_HEADERS\nPartition:1\tOffset:4\tphasegate.marker:1,phasegate.phase:7\nWARN noise\n",
+			"Processed a total of 2 messages\n", 2, 1, 2, ""},
+		{"printed twice", "Partition:0\tOffset:0\tNO_HEADERS\nPartition:0\tOffset:0\tNO_HEADERS\n", "", 0, 0, 0, "twice"},
+		{"a bad offset", "Partition:0\tOffset:x\tNO_HEADERS\n", "", 0, 0, 0, "Offset:x"},
+		{"no total", "Partition:2\tOffset:9\tphasegate.marker:10\n", "", 1, 0, -1, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			jr, err := parseConsole([]byte(c.out), c.stderr)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || len(jr.positions) != c.records || jr.markers != c.markers || jr.processed != c.total {
+				t.Fatalf("got %d records, %d markers, total %d, err %v; want %d, %d, %d",
+					len(jr.positions), jr.markers, jr.processed, err, c.records, c.markers, c.total)
+			}
+		})
+	}
+}
