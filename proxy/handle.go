@@ -10,6 +10,12 @@ import (
 	"github.com/phasegate/phasegate/watermarks"
 )
 
+// recordOverhead is what a buffered record costs beyond its key, value and
+// headers (the consumer message, its header structs, its place in the
+// buffer), counted against PHASEGATE_MAX_BUFFER_BYTES so the bound reflects
+// memory rather than payload.
+const recordOverhead = 256
+
 // quarantined is a record on its way to the quarantine topic.
 type quarantined struct {
 	msg    *sarama.ConsumerMessage
@@ -77,7 +83,7 @@ func (p *Pipeline) handle(d delivery) {
 		return
 	}
 	ps.count(phase)
-	size := len(msg.Key) + len(msg.Value)
+	size := recordOverhead + len(msg.Key) + len(msg.Value)
 	for _, h := range msg.Headers {
 		size += len(h.Key) + len(h.Value)
 	}

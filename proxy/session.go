@@ -63,7 +63,7 @@ type genHandle struct {
 }
 
 // gate holds a paused partition's records in its claim goroutine, so they
-// wait in the consumer's bounded channel rather than in the phase buffer.
+// wait there rather than in the phase buffer.
 type gate struct {
 	closed atomic.Bool
 	wake   chan struct{} // capacity 1
@@ -80,18 +80,6 @@ func (g *gate) set(closed bool) {
 		default:
 		}
 	}
-}
-
-// wait blocks while the gate is closed; false when ctx ended.
-func (g *gate) wait(ctx context.Context) bool {
-	for g.closed.Load() {
-		select {
-		case <-g.wake:
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
 }
 
 var errStopping = errors.New("proxy: shutting down")
@@ -126,24 +114,47 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 }
 
 // ConsumeClaim forwards the claim's records to the loop until the claim or
-// the generation ends.
+// the generation ends. While the partition's gate is closed (paused), it
+// keeps draining the claim into held, so sarama's fetcher, which waits for
+// every partition of a fetch response to be taken, never stalls the other
+// partitions; held is bounded by what was fetched before the pause took
+// effect, and goes to the loop, in order, once the gate opens.
 func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g := h.gen.Load()
 	gate := g.gates[tp{claim.Topic(), claim.Partition()}]
+	if gate == nil {
+		gate = newGate() // a claim outside the generation's partitions: never closed
+	}
+	var held []*sarama.ConsumerMessage
 	for {
+		closed := gate.closed.Load()
+		var out chan<- delivery // nil (never ready) unless held records may go
+		var next delivery
+		if !closed && len(held) > 0 {
+			out, next = h.p.in, delivery{gen: g.id, msg: held[0]}
+		}
+		var wake <-chan struct{}
+		if closed {
+			wake = gate.wake
+		}
 		select {
 		case msg, ok := <-claim.Messages():
 			if !ok {
-				return nil
+				return nil // held records are read again by the next session
 			}
-			if gate != nil && !gate.wait(g.ctx) {
-				return nil
+			if closed || len(held) > 0 {
+				held = append(held, msg)
+				continue
 			}
 			select {
 			case h.p.in <- delivery{gen: g.id, msg: msg}:
 			case <-g.ctx.Done():
 				return nil
 			}
+		case out <- next:
+			held[0] = nil
+			held = held[1:]
+		case <-wake:
 		case <-g.ctx.Done():
 			return nil
 		}
