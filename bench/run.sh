@@ -8,6 +8,8 @@
 #   BENCH_STEPS=phasegate,paced make bench   only some steps
 #   BENCH_PROFILE=1 make bench           CPU/heap/alloc profiles of each relay,
 #                                        summarised with go tool pprof -top
+#   BENCH_SIDECAR=/tmp/x/sidecar BENCH_COMMIT="x + patch" make bench
+#                                        measure another sidecar build (an experiment)
 # Every BENCH_* variable is described in bench/README.md.
 set -euo pipefail
 
@@ -46,11 +48,11 @@ status=0
 BENCH_BROKERS="$BENCH_BROKERS" \
   BENCH_KAFKA_SH="$KAFKA_SH" \
   BENCH_KAFKA_DIR="${BENCH_KAFKA_DIR:-$KAFKA_DIR}" \
-  BENCH_SIDECAR="$WORK/bin/sidecar" \
+  BENCH_SIDECAR="${BENCH_SIDECAR:-$WORK/bin/sidecar}" \
   BENCH_WORK_DIR="$run_dir" \
   BENCH_RESULTS_DIR="${BENCH_RESULTS_DIR:-$ROOT/bench/results}" \
   BENCH_VERSIONS="$go_version, Java $java_version, Apache Kafka $kafka_version (broker and tools)" \
-  BENCH_COMMIT="$commit" \
+  BENCH_COMMIT="${BENCH_COMMIT:-$commit}" \
   "$WORK/bin/pgbench" || status=$?
 
 if [[ "${BENCH_PROFILE:-}" =~ ^(1|true)$ ]]; then

@@ -77,6 +77,11 @@ func renderSize(b *strings.Builder, c config, sr *sizeRun) {
 	if p := sr.Consumer; p != nil {
 		toolRow(b, "ceiling: ConsumerPerformance", p, sr.Size, "")
 	}
+	if f := sr.Fill; f != nil && f.Seconds > 0 {
+		rate := float64(f.Records) / f.Seconds
+		fmt.Fprintf(b, "| reference: the input writer (franz-go in pgbench; idempotent, acks=all, linger 5 ms, 1 MiB batches) | %s | %.1f | %.1f | - | - | - | - | not a target; shows what a tuned producer does on this broker |\n",
+			thousands(rate), rate*float64(sr.Size)/1e6, f.Seconds)
+	}
 	for i, L := range c.Phases {
 		if i < len(sr.Copiers) && sr.Copiers[i] != nil {
 			p := sr.Copiers[i]
@@ -119,7 +124,7 @@ func relayRow(b *strings.Builder, name string, r *relayResult) {
 }
 
 func renderRatios(b *strings.Builder, c config, s *suiteResult) {
-	b.WriteString("## Ratios (records/s)\n\n| size | phase | phasegate ÷ copier | phasegate ÷ producer |\n|---|---|--:|--:|\n")
+	b.WriteString("## Ratios (records/s)\n\n| size | phase | phasegate ÷ copier | phasegate ÷ producer (ProducerPerformance) | phasegate ÷ input writer (franz-go) |\n|---|---|--:|--:|--:|\n")
 	for _, sr := range s.Sizes {
 		for i, L := range c.Phases {
 			if i >= len(sr.Relays) {
@@ -130,7 +135,11 @@ func renderRatios(b *strings.Builder, c config, s *suiteResult) {
 			if i < len(sr.Copiers) {
 				cp = sr.Copiers[i].rate()
 			}
-			fmt.Fprintf(b, "| %d B | %s | %s | %s |\n", sr.Size, L, ratio(pg, cp), ratio(pg, sr.Producer.rate()))
+			var writer float64
+			if sr.Fill != nil && sr.Fill.Seconds > 0 {
+				writer = float64(sr.Fill.Records) / sr.Fill.Seconds
+			}
+			fmt.Fprintf(b, "| %d B | %s | %s | %s | %s |\n", sr.Size, L, ratio(pg, cp), ratio(pg, sr.Producer.rate()), ratio(pg, writer))
 		}
 	}
 	b.WriteString("\n")
