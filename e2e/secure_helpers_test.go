@@ -43,7 +43,7 @@ func startSecureBroker(t *testing.T) *secureBroker {
 	t.Helper()
 	b := needBroker(t)
 	if !b.canRestart() {
-		usable := scriptUsable()
+		usable := secureScriptUsable()
 		switch {
 		case os.Getenv("CI") == "true" && usable != nil:
 			t.Fatalf("the S-scenarios need e2e/kafka/kafka.sh start --secure (CI=true: not skipped): %v", usable)
@@ -77,7 +77,7 @@ func startSecureBroker(t *testing.T) *secureBroker {
 		t.Fatalf("kafka.sh start --secure: %v", err)
 	}
 	sb.secure = strings.TrimSpace(string(sec))
-	if sb.users, err = readUsers(filepath.Join(sb.dir, "users")); err != nil {
+	if sb.users, err = readSecureUsers(filepath.Join(sb.dir, "users")); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
@@ -89,8 +89,8 @@ func startSecureBroker(t *testing.T) *secureBroker {
 	return sb
 }
 
-// scriptUsable says why kafka.sh cannot start a broker here, or nil.
-func scriptUsable() error {
+// secureScriptUsable says why kafka.sh cannot start a broker here, or nil.
+func secureScriptUsable() error {
 	if _, err := os.Stat(suite.script); err != nil {
 		return err
 	}
@@ -103,9 +103,9 @@ func scriptUsable() error {
 	return nil
 }
 
-// readUsers reads "MECHANISM USER PASSWORD" lines: mechanism -> password.
+// readSecureUsers reads "MECHANISM USER PASSWORD" lines: mechanism -> password.
 // The user is phasegate on every line (kafka.sh's SASL_USER).
-func readUsers(path string) (map[string]string, error) {
+func readSecureUsers(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -113,16 +113,16 @@ func readUsers(path string) (map[string]string, error) {
 	users := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(l)
-		if len(f) != 3 || f[1] != saslUser {
-			return nil, fmt.Errorf("%s: line %q is not \"MECHANISM %s PASSWORD\"", path, l, saslUser)
+		if len(f) != 3 || f[1] != secureUser {
+			return nil, fmt.Errorf("%s: line %q is not \"MECHANISM %s PASSWORD\"", path, l, secureUser)
 		}
 		users[f[0]] = f[2]
 	}
 	return users, nil
 }
 
-// saslUser is the one user kafka.sh start --secure creates.
-const saslUser = "phasegate"
+// secureUser is the one user kafka.sh start --secure creates.
+const secureUser = "phasegate"
 
 // env is the sidecar's security settings for SCRAM-SHA-512 over SASL_SSL;
 // callers add PHASEGATE_SASL_PASSWORD or PHASEGATE_SASL_PASSWORD_FILE.
@@ -131,7 +131,7 @@ func (sb *secureBroker) env(caFile string) map[string]string {
 		"PHASEGATE_BROKERS":           sb.secure,
 		"PHASEGATE_SECURITY_PROTOCOL": "SASL_SSL",
 		"PHASEGATE_SASL_MECHANISM":    "SCRAM-SHA-512",
-		"PHASEGATE_SASL_USERNAME":     saslUser,
+		"PHASEGATE_SASL_USERNAME":     secureUser,
 		"PHASEGATE_TLS_CA_FILE":       filepath.Join(sb.dir, caFile),
 	}
 }
@@ -213,13 +213,13 @@ func (sb *secureBroker) consoleConsumerSecure(ctx context.Context, topic string)
 	if err != nil {
 		return nil, fmt.Errorf("ConsoleConsumer over SASL_SSL: %w\n%s", err, tail(stderr.String(), 20))
 	}
-	return parseConsole(out, stderr.String())
+	return secureParseConsole(out, stderr.String())
 }
 
-// parseConsole reads ConsoleConsumer's "Partition:P\tOffset:O\theaders"
+// secureParseConsole reads ConsoleConsumer's "Partition:P\tOffset:O\theaders"
 // lines and its "Processed a total of N messages" (the format
 // consoleConsumer asks for).
-func parseConsole(out []byte, stderr string) (*javaRead, error) {
+func secureParseConsole(out []byte, stderr string) (*javaRead, error) {
 	jr := &javaRead{positions: map[position]bool{}, processed: -1}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -304,7 +304,7 @@ func (s *scraper) run(ctx context.Context, interval time.Duration) error {
 	for {
 		if in := s.sup.current(); in != nil && !in.exited() {
 			for _, p := range scrapedPaths {
-				body, status, err := get(ctx, "http://"+in.http+p)
+				body, status, err := scrapeGet(ctx, "http://"+in.http+p)
 				if err != nil {
 					continue // starting, killed, or shutting down
 				}
@@ -334,8 +334,8 @@ func (s *scraper) wait() error {
 	return s.err
 }
 
-// get fetches url with a short timeout.
-func get(ctx context.Context, url string) ([]byte, int, error) {
+// scrapeGet fetches url with a short timeout.
+func scrapeGet(ctx context.Context, url string) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -351,15 +351,15 @@ func get(ctx context.Context, url string) ([]byte, int, error) {
 	return body, resp.StatusCode, err
 }
 
-// outputs collects the files holding what the sidecar printed or answered
+// secretOutputs collects the files holding what the sidecar printed or answered
 // during the S-scenarios, for S4. Safe for concurrent use.
-type outputs struct {
+type secretOutputs struct {
 	mu    sync.Mutex // mu guards files
 	files map[string][]string
 }
 
 // add records files under a kind ("S1 log", "/metrics", ...).
-func (o *outputs) add(kind string, files ...string) {
+func (o *secretOutputs) add(kind string, files ...string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.files == nil {
@@ -368,7 +368,7 @@ func (o *outputs) add(kind string, files ...string) {
 	o.files[kind] = append(o.files[kind], files...)
 }
 
-func (o *outputs) snapshot() map[string][]string {
+func (o *secretOutputs) snapshot() map[string][]string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := map[string][]string{}
@@ -378,9 +378,9 @@ func (o *outputs) snapshot() map[string][]string {
 	return out
 }
 
-// leaks returns, for each secret found in data, a line naming the secret
+// secretLeaks returns, for each secret found in data, a line naming the secret
 // by its mechanism (never the secret itself) and where it was found.
-func leaks(data []byte, secrets map[string]string, where string) []string {
+func secretLeaks(data []byte, secrets map[string]string, where string) []string {
 	var out []string
 	for mech, s := range secrets {
 		if i := bytes.Index(data, []byte(s)); i >= 0 {
@@ -391,10 +391,10 @@ func leaks(data []byte, secrets map[string]string, where string) []string {
 	return out
 }
 
-// runBin runs the sidecar binary with args and env added to the process
+// runSidecarOnce runs the sidecar binary with args and env added to the process
 // environment, writes its stdout and stderr to dir/name.out, and returns
 // the exit status and that file.
-func runBin(ctx context.Context, dir, name string, env map[string]string, args ...string) (int, string, error) {
+func runSidecarOnce(ctx context.Context, dir, name string, env map[string]string, args ...string) (int, string, error) {
 	path := filepath.Join(dir, name+".out")
 	f, err := os.Create(path)
 	if err != nil {

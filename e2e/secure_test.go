@@ -33,30 +33,30 @@ const secureRecords = 20_000
 //	    answered in S1-S3, nor in --help and config
 func TestSecure(t *testing.T) {
 	sb := startSecureBroker(t)
-	out := &outputs{}
+	out := &secretOutputs{}
 	t.Run("S1", func(t *testing.T) { secureHappyPath(t, sb, out) })
 	t.Run("S2", func(t *testing.T) {
 		env := sb.env("ca.pem")
 		// A real password of the user, but SCRAM-SHA-256's: wrong for
 		// SCRAM-SHA-512, and a secret S4 looks for.
 		env["PHASEGATE_SASL_PASSWORD"] = sb.users["SCRAM-SHA-256"]
-		badCredentials(t, sb, out, "S2", env, []string{
-			"SASL authentication failed", sb.secure, `"` + saslUser + `"`, "SCRAM-SHA-512", "PHASEGATE_SASL_PASSWORD",
+		secureBadCredentials(t, sb, out, "S2", env, []string{
+			"SASL authentication failed", sb.secure, `"` + secureUser + `"`, "SCRAM-SHA-512", "PHASEGATE_SASL_PASSWORD",
 		})
 	})
 	t.Run("S3", func(t *testing.T) {
 		env := sb.env("untrusted-ca.pem")
 		env["PHASEGATE_SASL_PASSWORD_FILE"] = sb.passwordFile(t, t.TempDir())
-		badCredentials(t, sb, out, "S3", env, []string{"TLS", sb.secure, "PHASEGATE_TLS_CA_FILE"})
+		secureBadCredentials(t, sb, out, "S3", env, []string{"TLS", sb.secure, "PHASEGATE_TLS_CA_FILE"})
 	})
-	t.Run("S4", func(t *testing.T) { noSecretAnywhere(t, sb, out) })
+	t.Run("S4", func(t *testing.T) { secretNowhere(t, sb, out) })
 }
 
 // secureHappyPath is S1: the F-scenarios' workload (20,000 base records
 // over orders, 3 partitions, and payments, 2) through a sidecar on
 // SASL_SSL, SIGKILLed once half of the input is committed. /phases,
 // /metrics, /healthz and /readyz are scraped all along for S4.
-func secureHappyPath(t *testing.T, sb *secureBroker, out *outputs) {
+func secureHappyPath(t *testing.T, sb *secureBroker, out *secretOutputs) {
 	sc := newSecureScenario(t, sb, "S1")
 	t.Setenv("PHASEGATE_E2E_RECORDS", strconv.Itoa(secureRecords)) // read by newPlan
 	sc.start(newPlan(sc.topo, 11, nil), nil)
@@ -114,14 +114,14 @@ func secureHappyPath(t *testing.T, sb *secureBroker, out *outputs) {
 		t.Errorf("/metrics answered from %d instance(s); want the one killed and the one after it", len(scr.instances))
 	}
 	t.Logf("S1 over SASL_SSL: ConsoleConsumer read %d records (it says %d), %d markers; franz-go read %d; scraped %v from instances %v",
-		len(jr.positions), jr.processed, jr.markers, len(flatten(r.outRecs)), scr.ok, sortedKeys(scr.instances))
+		len(jr.positions), jr.processed, jr.markers, len(flatten(r.outRecs)), scr.ok, secureSortedKeys(scr.instances))
 }
 
-// badCredentials runs one sidecar (no supervisor) with the security
+// secureBadCredentials runs one sidecar (no supervisor) with the security
 // settings env, which the broker must refuse: it has to exit 1 (a runtime
 // error, not configuration) with one ERROR line holding every string of
 // want and no password of DIR/users.
-func badCredentials(t *testing.T, sb *secureBroker, out *outputs, name string, env map[string]string, want []string) {
+func secureBadCredentials(t *testing.T, sb *secureBroker, out *secretOutputs, name string, env map[string]string, want []string) {
 	t0 := time.Now()
 	dir := filepath.Join(suite.work, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -187,16 +187,16 @@ func badCredentials(t *testing.T, sb *secureBroker, out *outputs, name string, e
 			t.Errorf("the error does not name %q: %s", w, msg)
 		}
 	}
-	for _, l := range leaks([]byte(msg), sb.users, "the error message") {
+	for _, l := range secretLeaks([]byte(msg), sb.users, "the error message") {
 		t.Errorf("%s", l)
 	}
 }
 
-// noSecretAnywhere is S4: it adds what --help and config print (with the
+// secretNowhere is S4: it adds what --help and config print (with the
 // PLAIN password in PHASEGATE_SASL_PASSWORD, so every password of
 // DIR/users has been given to the sidecar somewhere) to what S1-S3
 // collected, and looks for every password in all of it.
-func noSecretAnywhere(t *testing.T, sb *secureBroker, out *outputs) {
+func secretNowhere(t *testing.T, sb *secureBroker, out *secretOutputs) {
 	t0 := time.Now()
 	dir := filepath.Join(suite.work, "S4")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -240,7 +240,7 @@ func noSecretAnywhere(t *testing.T, sb *secureBroker, out *outputs) {
 		{"config-both", withBoth, []string{"config"}, 2, "PHASEGATE_SASL_PASSWORD_FILE"},
 	}
 	for _, r := range runs {
-		code, path, err := runBin(ctx, dir, r.name, r.env, r.args...)
+		code, path, err := runSidecarOnce(ctx, dir, r.name, r.env, r.args...)
 		if err != nil {
 			t.Fatalf("sidecar %s: %v", strings.Join(r.args, " "), err)
 		}
@@ -261,7 +261,7 @@ func noSecretAnywhere(t *testing.T, sb *secureBroker, out *outputs) {
 		t.Errorf("%d S1 sidecar log(s); the killed instance and its successor make 2", n)
 	}
 	var found []string
-	for _, kind := range sortedKeys(files) {
+	for _, kind := range secureSortedKeys(files) {
 		for _, f := range files[kind] {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -270,7 +270,7 @@ func noSecretAnywhere(t *testing.T, sb *secureBroker, out *outputs) {
 			}
 			nfiles++
 			nbytes += len(b)
-			found = append(found, leaks(b, sb.users, f)...)
+			found = append(found, secretLeaks(b, sb.users, f)...)
 		}
 	}
 	nfound = len(found)
@@ -279,7 +279,7 @@ func noSecretAnywhere(t *testing.T, sb *secureBroker, out *outputs) {
 	}
 }
 
-func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
+func secureSortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
 	out := make([]K, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -291,7 +291,7 @@ func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
 // The S-scenarios' own reading of outputs: if these are wrong, S4 and the
 // SASL_SSL read prove nothing. They need no broker.
 
-func TestLeaks(t *testing.T) {
+func TestSecretLeaks(t *testing.T) {
 	secrets := map[string]string{"PLAIN": "pA55-w0rd_x", "SCRAM-SHA-512": "zz9-Yq"}
 	cases := []struct {
 		name string
@@ -305,7 +305,7 @@ func TestLeaks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := leaks([]byte(c.data), secrets, "f")
+			got := secretLeaks([]byte(c.data), secrets, "f")
 			if strings.Join(got, "|") != strings.Join(c.want, "|") {
 				t.Fatalf("leaks = %q, want %q", got, c.want)
 			}
@@ -320,7 +320,7 @@ func TestLeaks(t *testing.T) {
 	}
 }
 
-func TestReadUsers(t *testing.T) {
+func TestReadSecureUsers(t *testing.T) {
 	cases := []struct {
 		name, file string
 		want       map[string]string
@@ -337,15 +337,15 @@ func TestReadUsers(t *testing.T) {
 			if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := readUsers(path)
+			got, err := readSecureUsers(path)
 			if (err != nil) != c.err || fmt.Sprint(got) != fmt.Sprint(c.want) && !c.err {
-				t.Fatalf("readUsers = %v, %v; want %v (error: %v)", got, err, c.want, c.err)
+				t.Fatalf("readSecureUsers = %v, %v; want %v (error: %v)", got, err, c.want, c.err)
 			}
 		})
 	}
 }
 
-func TestParseConsole(t *testing.T) {
+func TestSecureParseConsole(t *testing.T) {
 	cases := []struct {
 		name, out, stderr       string
 		records, markers, total int
@@ -360,7 +360,7 @@ func TestParseConsole(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			jr, err := parseConsole([]byte(c.out), c.stderr)
+			jr, err := secureParseConsole([]byte(c.out), c.stderr)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want %q", err, c.err)
