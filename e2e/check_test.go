@@ -84,6 +84,7 @@ func (sc *scenario) check() *result {
 
 	sc.checkJava(ctx, r)
 	sc.checkTransactions(ctx)
+	sc.checkRaces()
 	for _, q := range r.quar {
 		r.reasons[header(q, markers.HeaderSource)] = markers.Reason(header(q, markers.HeaderReason))
 	}
@@ -112,6 +113,21 @@ func (sc *scenario) checkJava(ctx context.Context, r *result) {
 		sc.t.Errorf("Kafka's ConsoleConsumer and franz-go disagree:\n%s", shown(err))
 	}
 	sc.t.Logf("ConsoleConsumer (read_committed) read %d records, %d markers: same as franz-go", len(jr.positions), jr.markers)
+}
+
+// checkRaces fails when a sidecar built with PHASEGATE_E2E_RACE=1 reported
+// a data race (an instance that was killed never gets to exit with 66).
+func (sc *scenario) checkRaces() {
+	for _, in := range sc.sup.instances() {
+		b, err := os.ReadFile(in.log)
+		if err != nil {
+			sc.t.Errorf("read %s: %v", in.log, err)
+			continue
+		}
+		if i := strings.Index(string(b), "WARNING: DATA RACE"); i >= 0 {
+			sc.t.Errorf("instance %d reported a data race:\n%s", in.n, tail(string(b[i:min(len(b), i+4000)]), 60))
+		}
+	}
 }
 
 // checkTransactions fails when a transaction of the sidecar's
