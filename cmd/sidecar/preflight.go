@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -91,11 +92,44 @@ func createQuarantine(client sarama.Client, cfg Config, log *slog.Logger) error 
 	}
 	rf := int16(min(3, len(client.Brokers())))
 	err = admin.CreateTopic(cfg.QuarantineTopic, &sarama.TopicDetail{NumPartitions: int32(len(parts)), ReplicationFactor: rf}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+	switch {
+	case errors.Is(err, sarama.ErrTopicAlreadyExists):
+		log.Info("quarantine topic created meanwhile by another client", "topic", cfg.QuarantineTopic)
+	case err != nil:
 		return fmt.Errorf("quarantine topic %q does not exist and cannot be created: %w (create it, or set PHASEGATE_QUARANTINE_TOPIC to an existing topic)", cfg.QuarantineTopic, err)
+	default:
+		log.Info("quarantine topic created", "topic", cfg.QuarantineTopic, "partitions", len(parts), "replication_factor", rf)
 	}
-	log.Info("quarantine topic created", "topic", cfg.QuarantineTopic, "partitions", len(parts), "replication_factor", rf)
-	return client.RefreshMetadata(cfg.QuarantineTopic)
+	return waitForLeaders(client, cfg.QuarantineTopic, topicReadyTimeout)
+}
+
+// topicReadyTimeout bounds the wait for a new topic's partitions to have
+// leaders (a broker that has just started may still be creating its
+// internal topics).
+const topicReadyTimeout = 30 * time.Second
+
+// waitForLeaders waits until every partition of topic has a leader.
+func waitForLeaders(client sarama.Client, topic string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := client.RefreshMetadata(topic)
+		var parts []int32
+		if err == nil {
+			parts, err = client.Partitions(topic)
+		}
+		for _, p := range parts {
+			if err == nil {
+				_, err = client.Leader(topic, p)
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %q has no leader for every partition after %s: %w", topic, timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // diagnose finds out why no broker answered: sarama only says it ran out of
