@@ -164,9 +164,9 @@ func TestParseProc(t *testing.T) {
 		})
 	}
 	t.Run("status", func(t *testing.T) {
-		hwm, rss := parseStatusMem("Name:\tsidecar\nVmPeak:\t  900 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n")
-		if hwm != 200<<20 || rss != 100<<20 {
-			t.Errorf("hwm %d rss %d, want %d and %d", hwm, rss, 200<<20, 100<<20)
+		hwm, rss, file := parseStatusMem("Name:\tsidecar\nVmPeak:\t  900 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nRssAnon:\t 1 kB\nRssFile:\t  17880 kB\n")
+		if hwm != 200<<20 || rss != 100<<20 || file != 17880<<10 {
+			t.Errorf("hwm %d rss %d file %d, want %d, %d and %d", hwm, rss, file, 200<<20, 100<<20, 17880<<10)
 		}
 	})
 }

@@ -144,9 +144,10 @@ func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6
 
 // usage is what /proc says of a live process.
 type usage struct {
-	CPU float64 // utime + stime, seconds
-	HWM int64   // VmHWM, bytes
-	RSS int64   // VmRSS, bytes
+	CPU     float64 // utime + stime, seconds
+	HWM     int64   // VmHWM, bytes
+	RSS     int64   // VmRSS, bytes
+	RSSFile int64   // RssFile: the binary's and other files' resident pages, bytes
 }
 
 // userHZ is the unit of utime and stime in /proc/<pid>/stat; Linux fixes it
@@ -167,7 +168,7 @@ func procUsage(pid int) (usage, error) {
 	if err != nil {
 		return u, err
 	}
-	u.HWM, u.RSS = parseStatusMem(string(status))
+	u.HWM, u.RSS, u.RSSFile = parseStatusMem(string(status))
 	return u, nil
 }
 
@@ -192,11 +193,12 @@ func parseStatCPU(stat string) (float64, error) {
 	return float64(ut+st) / userHZ, nil
 }
 
-// parseStatusMem returns VmHWM and VmRSS in bytes from /proc/<pid>/status.
-func parseStatusMem(status string) (hwm, rss int64) {
+// parseStatusMem returns VmHWM, VmRSS and RssFile in bytes from
+// /proc/<pid>/status.
+func parseStatusMem(status string) (hwm, rss, rssFile int64) {
 	for _, line := range strings.Split(status, "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmHWM" && k != "VmRSS") {
+		if !ok || (k != "VmHWM" && k != "VmRSS" && k != "RssFile") {
 			continue
 		}
 		f := strings.Fields(v)
@@ -207,11 +209,14 @@ func parseStatusMem(status string) (hwm, rss int64) {
 		if err != nil {
 			continue
 		}
-		if k == "VmHWM" {
+		switch k {
+		case "VmHWM":
 			hwm = n << 10
-		} else {
+		case "VmRSS":
 			rss = n << 10
+		default:
+			rssFile = n << 10
 		}
 	}
-	return hwm, rss
+	return hwm, rss, rssFile
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,6 +20,7 @@ type relayResult struct {
 	StartupS     float64 // sidecar exec → first input record read
 	CPU          float64 // utime+stime at that moment, seconds
 	HWM          int64   // VmHWM at that moment
+	RSSFile      int64   // RssFile at that moment: the binary's resident pages, outside Go's memory limit
 	BrokerCPU    float64 // the broker's CPU seconds over the run
 	Txns         float64
 	Phases       int // phases with a marker in the output
@@ -90,7 +92,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	profCtx, stopProf := context.WithCancel(ctx)
 	defer func() { stopProf(); profWG.Wait() }()
 	if r.cfg.Profile {
-		profWG.Go(func() { prof = r.profileRun(profCtx, sc, e.Group, flowing) })
+		profWG.Go(func() { prof = r.profileRun(ctx, profCtx, sc, e.Group, flowing) })
 	}
 	if err := r.awaitRelayed(ctx, sc, res, in.Records, flowing); err != nil {
 		res.Err = err
@@ -103,7 +105,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	}
 	res.Seconds = seen.Sub(sc.p.started).Seconds()
 	if u, err := procUsage(sc.p.pid()); err == nil {
-		res.CPU, res.HWM = u.CPU, u.HWM
+		res.CPU, res.HWM, res.RSSFile = u.CPU, u.HWM, u.RSSFile
 	}
 	res.BrokerCPU = r.brokerCPU() - broker0
 	if m, err := sc.metrics(ctx); err == nil {
@@ -115,7 +117,8 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 		res.PeakBuffered, res.MaxBuffer = st.PeakBufferedBytes, st.MaxBufferBytes
 	}
 	if r.cfg.Profile {
-		profWG.Wait() // the CPU profile covers the relay's first 10 s at most
+		stopProf() // ends the heap sampler; the 10 s CPU profile runs to its end
+		profWG.Wait()
 		res.Profiles = prof
 		if err := sc.profile(ctx, "/debug/pprof/allocs", filepath.Join(r.cfg.WorkDir, e.Group+".allocs.pb.gz")); err == nil {
 			res.Profiles = append(res.Profiles, e.Group+".allocs.pb.gz")
@@ -172,25 +175,52 @@ func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult
 	}
 }
 
-// profileRun takes a 10 s CPU profile and an in-use heap profile once
-// records flow; it returns the files written under the work dir.
-func (r *runner) profileRun(ctx context.Context, sc *sidecar, name string, flowing <-chan struct{}) []string {
+// profileRun takes a 10 s CPU profile once records flow and, until ctx
+// ends, an in-use heap profile (after a GC: live objects) whenever the
+// sidecar's heap in use grew 10 % past the largest seen, so the last one
+// saved shows the live heap near its peak. It returns the files written
+// under the work dir.
+func (r *runner) profileRun(ctx, heapCtx context.Context, sc *sidecar, name string, flowing <-chan struct{}) []string {
 	select {
 	case <-flowing:
-	case <-ctx.Done():
+	case <-heapCtx.Done():
 		return nil
 	}
 	var out []string
-	for _, p := range []struct{ path, file string }{
-		{"/debug/pprof/profile?seconds=10", name + ".cpu.pb.gz"},
-		{"/debug/pprof/heap?gc=1", name + ".heap.pb.gz"},
-	} {
-		if err := sc.profile(ctx, p.path, filepath.Join(r.cfg.WorkDir, p.file)); err != nil {
-			r.log.Warn("profile", "path", p.path, "err", err)
+	var mu sync.Mutex
+	save := func(path, file string) {
+		if err := sc.profile(ctx, path, filepath.Join(r.cfg.WorkDir, file)); err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("profile", "path", path, "err", err)
+			}
+			return
+		}
+		mu.Lock()
+		if !slices.Contains(out, file) {
+			out = append(out, file)
+		}
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { save("/debug/pprof/profile?seconds=10", name+".cpu.pb.gz") })
+	var peak float64
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for heapCtx.Err() == nil {
+		select {
+		case <-heapCtx.Done():
+		case <-tick.C:
+		}
+		m, err := sc.metrics(heapCtx)
+		if err != nil {
 			continue
 		}
-		out = append(out, p.file)
+		if h := m["go_memstats_heap_inuse_bytes"]; h > 1.1*peak {
+			peak = h
+			save("/debug/pprof/heap?gc=1", name+".heap.pb.gz")
+		}
 	}
+	wg.Wait()
 	return out
 }
 

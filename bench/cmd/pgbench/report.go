@@ -181,10 +181,10 @@ func renderSkew(b *strings.Builder, s *suiteResult) {
 	}
 	fmt.Fprintf(b, "%s records of %d B stamped at %s records/s; phase %s (%s records).\n\n", thousands(float64(r.Records)), r.Size,
 		thousands(s.SkewRate), c.SkewPhase, thousands(math.Round(s.SkewRate*c.SkewPhase.Seconds())))
-	b.WriteString("| PHASEGATE_MAX_BUFFER_BYTES MiB | peak buffered MiB | peak RSS MiB | RSS − bound MiB | records/s | paused s (sum over partitions) | output |\n")
-	b.WriteString("|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| PHASEGATE_MAX_BUFFER_BYTES MiB | peak buffered MiB | peak RSS MiB | of which file-backed MiB | RSS − bound MiB | records/s | paused s (sum over partitions) | output |\n")
+	b.WriteString("|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	if r.Err != nil {
-		fmt.Fprintf(b, "| %s | | | | failed | | %s |\n\n", mib(c.SkewBuffer), oneLine(r.Err))
+		fmt.Fprintf(b, "| %s | | | | | failed | | %s |\n\n", mib(c.SkewBuffer), oneLine(r.Err))
 		return
 	}
 	out := "verified"
@@ -192,8 +192,8 @@ func renderSkew(b *strings.Builder, s *suiteResult) {
 	if r.Check != nil {
 		out, rate = oneLine(r.Check), "not verified"
 	}
-	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.1f | %s |\n\n", mib(c.SkewBuffer), mib(r.PeakBuffered), mib(r.HWM),
-		mib(r.HWM-c.SkewBuffer), rate, r.PausedS, out)
+	fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %.1f | %s |\n\n", mib(c.SkewBuffer), mib(r.PeakBuffered), mib(r.HWM),
+		mib(r.RSSFile), mib(r.HWM-c.SkewBuffer), rate, r.PausedS, out)
 }
 
 func renderTargets(b *strings.Builder, c config, s *suiteResult) {
