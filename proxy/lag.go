@@ -90,11 +90,20 @@ func lastStableOffsets(c sarama.Client, parts []tp) (map[tp]int64, error) {
 	return out, nil
 }
 
+// gapSettle is how long a gap between the consumed position and the last
+// stable offset must stay unchanged, on an unpaused partition whose lag is
+// measured all along, before it counts as no lag. It is longer than sarama
+// takes to resume fetching after a broker comes back (a retry backoff of
+// 2 s plus a metadata refresh): a shorter one let partitions go idle right
+// after a broker restart while their records were still to be fetched.
+const gapSettle = 10 * time.Second
+
 // lag turns a report into the tracker's lag: records between the consumed
 // position and the last stable offset. Control records (transaction
 // markers) and aborted records also occupy offsets and are never delivered,
-// so a gap that a running, unpaused consumer has not closed for two
-// measurements counts as no lag.
+// so a gap that a running, unpaused consumer has not closed for gapSettle
+// counts as no lag (with transactional inputs a partition is idle up to
+// gapSettle later than PHASEGATE_IDLE_TIMEOUT).
 func (p *Pipeline) lag(r lagReport) {
 	g := p.gen
 	if g == nil {
@@ -120,7 +129,7 @@ func (p *Pipeline) lag(r lagReport) {
 		st := &ps.lag
 		if st.lso != lso || st.next != ps.next || ps.paused {
 			*st = lagState{lso: lso, next: ps.next, since: now}
-		} else if lag > 0 && now.Sub(st.since) >= 2*p.cfg.LagInterval {
+		} else if lag > 0 && now.Sub(st.since) >= gapSettle {
 			lag = 0
 		}
 		g.tracker.Lag(ps.p, lag)
