@@ -26,12 +26,41 @@ func createTopics(ctx context.Context, brokers []string, topics ...topicSpec) er
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	for _, t := range topics {
+	names := make([]string, len(topics))
+	for i, t := range topics {
 		if _, err := adm.CreateTopic(ctx, t.Partitions, 1, nil, t.Name); err != nil {
 			return fmt.Errorf("create topic %s: %w", t.Name, err)
 		}
+		names[i] = t.Name
 	}
-	return nil
+	// Wait until metadata shows every partition with a leader: a produce
+	// right after CreateTopics can still meet UNKNOWN_TOPIC_OR_PARTITION.
+	for {
+		td, err := adm.ListTopics(ctx, names...)
+		if err == nil && topicsReady(td, topics) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topics %v have no leader yet: %w", names, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func topicsReady(td kadm.TopicDetails, topics []topicSpec) bool {
+	for _, t := range topics {
+		d, ok := td[t.Name]
+		if !ok || d.Err != nil || int32(len(d.Partitions)) != t.Partitions {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // inputSpec describes a pre-filled input.
@@ -182,4 +211,30 @@ func newValues(size int) *values {
 func (v *values) next() []byte {
 	off := v.rng.IntN(len(v.pool) - v.size)
 	return append(make([]byte, 0, v.size), v.pool[off:off+v.size]...)
+}
+
+// warmBroker makes a fresh broker create its internal topics
+// (__consumer_offsets, __transaction_state) before anything is timed: the
+// first FindCoordinator of a group or a transactional ID triggers their
+// creation, which takes seconds and would otherwise land on whichever step
+// runs first.
+func warmBroker(ctx context.Context, brokers []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		gerr := adm.FindGroupCoordinators(ctx, "pgbench-warm").Error()
+		terr := adm.FindTxnCoordinators(ctx, "pgbench-warm").Error()
+		if gerr == nil && terr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("internal topics not ready: group %v, transactions %v: %w", gerr, terr, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

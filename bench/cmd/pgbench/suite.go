@@ -42,6 +42,14 @@ const trailerGap = 10 * time.Second
 
 func (r *runner) suite(ctx context.Context) *suiteResult {
 	res := &suiteResult{Started: time.Now(), Machine: describeMachine(), Cfg: r.cfg}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t0 := time.Now()
+	if err := warmBroker(wctx, r.cfg.Brokers); err != nil {
+		r.log.Warn("broker warm-up", "err", err)
+	} else {
+		r.log.Info("broker warm: internal topics ready", "seconds", time.Since(t0).Seconds())
+	}
+	cancel()
 	for _, size := range r.cfg.Sizes {
 		if ctx.Err() != nil {
 			break
