@@ -31,7 +31,8 @@ type config struct {
 	SkewPhase     time.Duration   `env:"SKEW_PHASE" envDefault:"100ms"`
 	SkewSize      int             `env:"SKEW_SIZE" envDefault:"1024"`
 	SkewBuffer    int64           `env:"SKEW_BUFFER_BYTES" envDefault:"67108864"`
-	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
+	Repeat        int             `env:"REPEAT" envDefault:"3"` // runs of ProducerPerformance and of each phasegate relay; the median is reported
+	SidecarEnv    []string        `env:"SIDECAR_ENV"`           // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
 	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,skew"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step
@@ -60,6 +61,8 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: BENCH_SIZES and BENCH_PHASES need at least one value", errConfig)
 	case c.PacedShare <= 0 || c.PacedShare > 1:
 		return fmt.Errorf("%w: BENCH_PACED_SHARE=%g: in (0, 1]", errConfig, c.PacedShare)
+	case c.Repeat < 1:
+		return fmt.Errorf("%w: BENCH_REPEAT=%d: at least 1", errConfig, c.Repeat)
 	case c.CopierRecords < 1000:
 		return fmt.Errorf("%w: BENCH_COPIER_RECORDS=%d: at least 1000", errConfig, c.CopierRecords)
 	case c.InputRate < 0:

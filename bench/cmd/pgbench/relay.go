@@ -31,6 +31,7 @@ type relayResult struct {
 	Check        error // the output's verification
 	Err          error // the run itself
 	Profiles     []string
+	Runs         []float64 // records/s of every repetition (0: failed); this is the median
 }
 
 // ok reports whether the run finished and its output verified.
@@ -63,7 +64,7 @@ type runner struct {
 }
 
 // relay runs the sidecar over in until the last phase is visible, then
-// stops it and verifies the output.
+// stops it and verifies the output. With e.Pprof it also saves profiles.
 func (r *runner) relay(ctx context.Context, name string, in relayInput, size int, e sidecarEnv) *relayResult {
 	res := &relayResult{Size: size, Phase: e.PhaseLength, Records: in.Records, MaxBuffer: e.MaxBuffer}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
@@ -71,7 +72,6 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	e.Brokers, e.Inputs = r.cfg.Brokers, in.Topics
 	e.Group = fmt.Sprintf("%s-%s", r.tag, name)
 	e.Output, e.Quarantine = e.Group+"-out", e.Group+"-quarantine"
-	e.Pprof = r.cfg.Profile
 	e.Extra = append(e.Extra, r.cfg.SidecarEnv...)
 	if err := createTopics(ctx, r.cfg.Brokers, topicSpec{e.Output, outputPartitions}, topicSpec{e.Quarantine, 1}); err != nil {
 		res.Err = err
@@ -91,7 +91,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	flowing := make(chan struct{})
 	profCtx, stopProf := context.WithCancel(ctx)
 	defer func() { stopProf(); profWG.Wait() }()
-	if r.cfg.Profile {
+	if e.Pprof {
 		profWG.Go(func() { prof = r.profileRun(ctx, profCtx, sc, e.Group, flowing) })
 	}
 	if err := r.awaitRelayed(ctx, sc, res, in.Records, flowing); err != nil {
@@ -116,7 +116,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	if st, err := sc.phases(ctx); err == nil {
 		res.PeakBuffered, res.MaxBuffer = st.PeakBufferedBytes, st.MaxBufferBytes
 	}
-	if r.cfg.Profile {
+	if e.Pprof {
 		stopProf() // ends the heap sampler; the 10 s CPU profile runs to its end
 		profWG.Wait()
 		res.Profiles = prof

@@ -52,8 +52,10 @@ The copier is Kafka's system-test tool: one JVM per fork topic in group mode, ru
 producer and copies neither headers nor timestamps. It is slow, so past BENCH_COPIER_RECORDS it copies
 only the first BENCH_COPIER_RECORDS records of the same input (its own topics; same sizes,
 timestamps and partitions), and its row says how many. phasegate's rows count only runs whose output
-verified. Seal → visible is the marker's receive time at a read_committed consumer (fetch max wait
-100 ms) minus the marker's record timestamp, which phasegate sets when it seals the phase.
+verified. ProducerPerformance and each phasegate relay run BENCH_REPEAT times (default 3); the row is
+the median run and its note lists every run. Seal → visible is the marker's receive time at a
+read_committed consumer (fetch max wait 100 ms) minus the marker's record timestamp, which phasegate
+sets when it seals the phase.
 `
 
 func renderSize(b *strings.Builder, c config, sr *sizeRun) {
@@ -72,7 +74,8 @@ func renderSize(b *strings.Builder, c config, sr *sizeRun) {
 	b.WriteString("| run | records/s | MB/s | time s | start s | CPU s / M records | peak RSS MiB | broker CPU s | notes |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	if p := sr.Producer; p != nil {
-		toolRow(b, "ceiling: ProducerPerformance (idempotent, acks=all)", p, sr.Size, fmt.Sprintf("p99 send latency %.0f ms", p.LatP99Ms))
+		toolRow(b, "ceiling: ProducerPerformance (idempotent, acks=all)", p, sr.Size,
+			fmt.Sprintf("p99 send latency %.0f ms%s", p.LatP99Ms, runsNote(p.Runs)))
 	}
 	if p := sr.Consumer; p != nil {
 		toolRow(b, "ceiling: ConsumerPerformance", p, sr.Size, "")
@@ -114,6 +117,7 @@ func relayRow(b *strings.Builder, name string, r *relayResult) {
 	if r.Rewinds > 0 {
 		note += fmt.Sprintf(", %.0f rewinds", r.Rewinds)
 	}
+	note += runsNote(r.Runs)
 	if r.Check != nil {
 		fmt.Fprintf(b, "| %s | not verified | | %.1f | | | | | %s; %s |\n", name, r.Seconds, note, oneLine(r.Check))
 		return
@@ -243,6 +247,22 @@ func verdict(got, ref, share float64) string {
 		mark = "missed"
 	}
 	return fmt.Sprintf("%.2f×, %s", got/ref, mark)
+}
+
+// runsNote lists the records/s of repeated runs ("failed" for 0).
+func runsNote(rates []float64) string {
+	if len(rates) < 2 {
+		return ""
+	}
+	s := make([]string, len(rates))
+	for i, x := range rates {
+		if x <= 0 {
+			s[i] = "failed"
+		} else {
+			s[i] = thousands(x)
+		}
+	}
+	return "; median of " + strconv.Itoa(len(rates)) + " runs: " + strings.Join(s, ", ") + " records/s"
 }
 
 func ratio(a, b float64) string {

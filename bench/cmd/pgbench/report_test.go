@@ -38,6 +38,27 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
+func TestMedianIndex(t *testing.T) {
+	tests := []struct {
+		name string
+		xs   []float64
+		want int
+	}{
+		{"three", []float64{30, 10, 20}, 2},
+		{"four takes the lower middle", []float64{4, 1, 3, 2}, 3},
+		{"a failed run (0) sorts first", []float64{0, 50, 40}, 2},
+		{"one", []float64{7}, 0},
+		{"none", nil, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := medianIndex(tt.xs); got != tt.want {
+				t.Errorf("medianIndex(%v) = %d, want %d", tt.xs, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestFormatting(t *testing.T) {
 	tests := []struct {
 		name, got, want string
@@ -54,6 +75,8 @@ func TestFormatting(t *testing.T) {
 		{"verdict missed", verdict(40, 100, 0.5), "0.40×, missed"},
 		{"verdict no number", verdict(0, 100, 1), "no number"},
 		{"oneLine", oneLine(errors.New("a\nb | c")), "a; b / c"},
+		{"runs", runsNote([]float64{1000, 0, 3000}), "; median of 3 runs: 1,000, failed, 3,000 records/s"},
+		{"one run", runsNote([]float64{1000}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

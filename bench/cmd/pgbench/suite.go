@@ -80,11 +80,7 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 		sctx, cancel := r.stepCtx(ctx)
 		err := createTopics(sctx, r.cfg.Brokers, topicSpec{topic, 5})
 		if err == nil {
-			b0 := r.brokerCPU()
-			sr.Producer, err = r.tools.producerPerf(sctx, topic, n, size)
-			if sr.Producer != nil {
-				sr.Producer.BrokerCPU = r.brokerCPU() - b0
-			}
+			sr.Producer, err = r.producerRuns(sctx, topic, n, size)
 		}
 		if err != nil {
 			fail("ProducerPerformance", err)
@@ -140,7 +136,7 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 		if !r.cfg.step("phasegate") || ctx.Err() != nil {
 			break
 		}
-		sr.Relays[i] = r.relay(ctx, fmt.Sprintf("relay-%d-%s", size, L), in, size, sidecarEnv{PhaseLength: L})
+		sr.Relays[i] = r.relayRuns(ctx, fmt.Sprintf("relay-%d-%s", size, L), in, size, sidecarEnv{PhaseLength: L})
 		if err := sr.Relays[i].Err; err != nil {
 			fail("phasegate "+L.String(), err)
 		}
@@ -242,5 +238,57 @@ func (r *runner) skew(ctx context.Context, res *suiteResult) {
 		return
 	}
 	in := relayInput{Topics: []string{a, b}, Records: n, LastMs: f.LastMs}
-	res.Skew = r.relay(ctx, "skew", in, size, sidecarEnv{PhaseLength: r.cfg.SkewPhase, MaxBuffer: r.cfg.SkewBuffer, Routing: "key"})
+	res.Skew = r.relay(ctx, "skew", in, size, sidecarEnv{PhaseLength: r.cfg.SkewPhase, MaxBuffer: r.cfg.SkewBuffer, Routing: "key", Pprof: r.cfg.Profile})
+}
+
+// producerRuns runs ProducerPerformance BENCH_REPEAT times into topic and
+// returns the median run by rate, with every run's rate in Runs.
+func (r *runner) producerRuns(ctx context.Context, topic string, n, size int) (*toolResult, error) {
+	var runs []*toolResult
+	for range r.cfg.Repeat {
+		b0 := r.brokerCPU()
+		res, err := r.tools.producerPerf(ctx, topic, n, size)
+		if err != nil {
+			return nil, err
+		}
+		res.BrokerCPU = r.brokerCPU() - b0
+		runs = append(runs, res)
+	}
+	rates := make([]float64, len(runs))
+	for i, x := range runs {
+		rates[i] = x.rate()
+	}
+	med := runs[medianIndex(rates)]
+	med.Runs = rates
+	return med, nil
+}
+
+// relayRuns runs the relay BENCH_REPEAT times, each on its own output topic
+// and group (profiles only in the first), and returns the median run by
+// rate among those that verified, with every run's rate in Runs (0 for a
+// failed run). When none verified it returns the first failure.
+func (r *runner) relayRuns(ctx context.Context, name string, in relayInput, size int, e sidecarEnv) *relayResult {
+	var runs []*relayResult
+	for i := range r.cfg.Repeat {
+		if ctx.Err() != nil {
+			break
+		}
+		e.Pprof = r.cfg.Profile && i == 0
+		runs = append(runs, r.relay(ctx, fmt.Sprintf("%s-r%d", name, i+1), in, size, e))
+	}
+	rates := make([]float64, len(runs))
+	var okRuns []*relayResult
+	var okRates []float64
+	for i, x := range runs {
+		rates[i] = x.rate()
+		if x.ok() {
+			okRuns, okRates = append(okRuns, x), append(okRates, rates[i])
+		}
+	}
+	if len(okRuns) == 0 {
+		return runs[0]
+	}
+	med := okRuns[medianIndex(okRates)]
+	med.Runs = rates
+	return med
 }

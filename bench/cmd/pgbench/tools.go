@@ -21,11 +21,12 @@ type toolResult struct {
 	PeakRSS   int64
 	LatP99Ms  float64 // ProducerPerformance's send latency, when known
 	Note      string
-	StartupS  float64 // exec to the first record moved, when known
-	TxnSize   int     // copier: --transaction-size
-	Txns      int     // copier: transactions committed
-	Instances int     // copier: JVMs run at once
-	BrokerCPU float64 // the broker's CPU seconds over the run
+	StartupS  float64   // exec to the first record moved, when known
+	TxnSize   int       // copier: --transaction-size
+	Txns      int       // copier: transactions committed
+	Instances int       // copier: JVMs run at once
+	BrokerCPU float64   // the broker's CPU seconds over the run
+	Runs      []float64 // records/s of every repetition, when repeated
 }
 
 func (r *toolResult) rate() float64 {
