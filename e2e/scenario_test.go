@@ -57,7 +57,12 @@ const scenarioTimeout = 6 * time.Minute
 // timeout (the broker's minimum), debug logs in JSON.
 func newScenario(t *testing.T, name string) *scenario {
 	t.Helper()
-	b := needBroker(t)
+	return newScenarioOn(t, needBroker(t), name)
+}
+
+// newScenarioOn is newScenario on broker b.
+func newScenarioOn(t *testing.T, b *broker, name string) *scenario {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	t.Cleanup(cancel)
 	id := fmt.Sprintf("%s-%d", strings.ToLower(name), time.Now().UnixNano()%1_000_000_000)

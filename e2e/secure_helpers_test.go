@@ -18,10 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/markers"
 )
 
@@ -152,49 +148,11 @@ func (sb *secureBroker) passwordFile(t *testing.T, dir string) string {
 // the sidecar over SASL_SSL with the settings of every F-scenario.
 func newSecureScenario(t *testing.T, sb *secureBroker, name string) *scenario {
 	t.Helper()
-	b := &broker{addrs: []string{sb.plain}, source: "kafka.sh start --secure", dir: sb.dir}
-	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
-	t.Cleanup(cancel)
-	id := fmt.Sprintf("%s-%d", strings.ToLower(name), time.Now().UnixNano()%1_000_000_000)
-	topo := &topology{orders: id + "-orders", payments: id + "-payments", out: id + "-out"}
-	topo.quarantine = topo.out + ".quarantine"
-	if err := kafkatest.CreateTopics(b.addrs, map[string]int32{
-		topo.orders: ordersParts, topo.payments: paymentsParts, topo.out: outParts,
-	}); err != nil {
-		t.Fatalf("create topics: %v", err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	dir := filepath.Join(suite.work, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sc := &scenario{
-		t: t, name: name, started: time.Now(), b: b, topo: topo,
-		group: id + "-group", txnID: id + "-txn", dir: dir, cl: cl, adm: kadm.NewClient(cl), ctx: ctx,
-	}
-	t.Cleanup(sc.report)
-	sc.env = map[string]string{
-		"PHASEGATE_INPUT_TOPICS":         topo.orders + "," + topo.payments,
-		"PHASEGATE_OUTPUT_TOPIC":         topo.out,
-		"PHASEGATE_QUARANTINE_TOPIC":     topo.quarantine,
-		"PHASEGATE_GROUP_ID":             sc.group,
-		"PHASEGATE_TRANSACTIONAL_ID":     sc.txnID,
-		"PHASEGATE_PHASE_LENGTH":         phaseLen.String(),
-		"PHASEGATE_MAX_OUT_OF_ORDERNESS": "50ms",
-		"PHASEGATE_IDLE_TIMEOUT":         "1s",
-		"PHASEGATE_TRANSACTION_TIMEOUT":  "5s",
-		"PHASEGATE_SESSION_TIMEOUT":      "6s",
-		"PHASEGATE_LOG_LEVEL":            "debug",
-		"PHASEGATE_LOG_FORMAT":           "json",
-	}
+	sc := newScenarioOn(t, &broker{addrs: []string{sb.plain}, source: "kafka.sh start --secure", dir: sb.dir}, name)
 	for k, v := range sb.env("ca.pem") {
 		sc.env[k] = v
 	}
-	sc.env["PHASEGATE_SASL_PASSWORD_FILE"] = sb.passwordFile(t, dir)
+	sc.env["PHASEGATE_SASL_PASSWORD_FILE"] = sb.passwordFile(t, sc.dir)
 	return sc
 }
 
