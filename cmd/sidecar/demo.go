@@ -182,7 +182,8 @@ func (f *demoFeeder) run(ctx context.Context, brokers []string, feed time.Durati
 					Headers: []kgo.RecordHeader{{Key: markers.HeaderID, Value: fmt.Appendf(nil, "order-%d-%d", p, n)}}}
 				recs = append(recs, r)
 				if d := now.Sub(start); d > 4*time.Second && d < 5*time.Second {
-					recs = append(recs, r) // a retry storm: the producer sends every order twice
+					retry := *r // a retry storm: the producer sends every order twice
+					recs = append(recs, &retry)
 					retries++
 				}
 			}
