@@ -23,4 +23,11 @@
 //     is one way to rebuild state: from the committed offsets.
 //   - Every record read is published, quarantined with a reason, or dropped as
 //     a proven duplicate (and counted); nothing else.
+//   - Buffered bytes (payload plus recordOverhead per record) stay under
+//     PHASEGATE_MAX_BUFFER_BYTES: partitions ahead are paused at half of it;
+//     records already past the gates when a pause is decided (the loop's
+//     inbound channel, a claim's hand-over) still arrive. The bound holds
+//     while they fit in the other half: with 1.3 KiB records and a 512 KiB
+//     bound the peak measured 347-415 KiB (TestBufferBoundUnderSkew); with
+//     a 256 KiB bound it could exceed it on a loaded machine.
 package proxy
