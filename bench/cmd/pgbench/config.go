@@ -32,7 +32,9 @@ type config struct {
 	SkewSize      int             `env:"SKEW_SIZE" envDefault:"1024"`
 	SkewBuffer    int64           `env:"SKEW_BUFFER_BYTES" envDefault:"67108864"`
 	Repeat        int             `env:"REPEAT" envDefault:"3"` // runs of ProducerPerformance and of each phasegate relay; the median is reported
-	SidecarEnv    []string        `env:"SIDECAR_ENV"`           // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
+	Compare       string          `env:"COMPARE"`               // another sidecar binary: every relay runs with both, alternately
+	CompareLabel  string          `env:"COMPARE_LABEL" envDefault:"B"`
+	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
 	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,skew"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step

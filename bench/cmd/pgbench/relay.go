@@ -79,7 +79,11 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	}
 	last := uint64(in.LastMs / e.PhaseLength.Milliseconds())
 	broker0 := r.brokerCPU()
-	sc, err := startSidecar(r.cfg.Sidecar, r.cfg.WorkDir, e)
+	bin := r.cfg.Sidecar
+	if e.Bin != "" {
+		bin = e.Bin
+	}
+	sc, err := startSidecar(bin, r.cfg.WorkDir, e)
 	if err != nil {
 		res.Err = err
 		return res

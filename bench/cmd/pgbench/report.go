@@ -21,6 +21,9 @@ func render(s *suiteResult) string {
 	fmt.Fprintf(&b, "| kernel | %s |\n", s.Machine.Kernel)
 	fmt.Fprintf(&b, "| versions | %s |\n", orDash(c.Versions))
 	fmt.Fprintf(&b, "| load average at start | %s |\n", s.Machine.LoadAvg)
+	if c.Compare != "" {
+		fmt.Fprintf(&b, "| compared build | %s: %s (its relays alternate with phasegate's) |\n", c.CompareLabel, c.Compare)
+	}
 	if len(c.SidecarEnv) > 0 {
 		fmt.Fprintf(&b, "| sidecar environment added | %s |\n", strings.Join(c.SidecarEnv, " "))
 	}
@@ -94,6 +97,9 @@ func renderSize(b *strings.Builder, c config, sr *sizeRun) {
 		}
 		if i < len(sr.Relays) && sr.Relays[i] != nil {
 			relayRow(b, fmt.Sprintf("phasegate, %s", L), sr.Relays[i])
+		}
+		if i < len(sr.RelaysB) && sr.RelaysB[i] != nil {
+			relayRow(b, fmt.Sprintf("phasegate %s (BENCH_COMPARE), %s", c.CompareLabel, L), sr.RelaysB[i])
 		}
 	}
 	for _, e := range sr.Errors {

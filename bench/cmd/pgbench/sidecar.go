@@ -34,6 +34,7 @@ type sidecarEnv struct {
 	Routing     string
 	Pprof       bool
 	Extra       []string // more variables, e.g. GOMEMLIMIT=128MiB (BENCH_SIDECAR_ENV)
+	Bin         string   // the binary when not BENCH_SIDECAR (BENCH_COMPARE)
 }
 
 func freePort() (int, error) {

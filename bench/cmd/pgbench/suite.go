@@ -17,6 +17,7 @@ type sizeRun struct {
 	Fill      *fillResult
 	Copiers   []*toolResult  // by phase length, nil when skipped or failed
 	Relays    []*relayResult // by phase length
+	RelaysB   []*relayResult // by phase length, BENCH_COMPARE's binary
 	Paced     []*pacedResult // by phase length
 	Errors    []string
 }
@@ -136,9 +137,20 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 		if !r.cfg.step("phasegate") || ctx.Err() != nil {
 			break
 		}
-		sr.Relays[i] = r.relayRuns(ctx, fmt.Sprintf("relay-%d-%s", size, L), in, size, sidecarEnv{PhaseLength: L})
+		bins := []string{r.cfg.Sidecar}
+		if r.cfg.Compare != "" {
+			bins = append(bins, r.cfg.Compare)
+		}
+		res := r.relayRuns(ctx, fmt.Sprintf("relay-%d-%s", size, L), in, size, sidecarEnv{PhaseLength: L}, bins)
+		sr.Relays[i] = res[0]
 		if err := sr.Relays[i].Err; err != nil {
 			fail("phasegate "+L.String(), err)
+		}
+		if len(res) > 1 {
+			if sr.RelaysB == nil {
+				sr.RelaysB = make([]*relayResult, len(r.cfg.Phases))
+			}
+			sr.RelaysB[i] = res[1]
 		}
 	}
 	for i, L := range r.cfg.Phases {
@@ -263,18 +275,38 @@ func (r *runner) producerRuns(ctx context.Context, topic string, n, size int) (*
 	return med, nil
 }
 
-// relayRuns runs the relay BENCH_REPEAT times, each on its own output topic
-// and group (profiles only in the first), and returns the median run by
-// rate among those that verified, with every run's rate in Runs (0 for a
-// failed run). When none verified it returns the first failure.
-func (r *runner) relayRuns(ctx context.Context, name string, in relayInput, size int, e sidecarEnv) *relayResult {
-	var runs []*relayResult
+// relayRuns runs the relay BENCH_REPEAT times with each binary in bins,
+// alternating binaries within each repetition so that both meet the same
+// load, each run on its own output topic and group (profiles only in the
+// first). For each binary it returns the median run by rate among those that
+// verified, with every run's rate in Runs (0 for a failed run), or the
+// first failure when none verified.
+func (r *runner) relayRuns(ctx context.Context, name string, in relayInput, size int, e sidecarEnv, bins []string) []*relayResult {
+	runs := make([][]*relayResult, len(bins))
 	for i := range r.cfg.Repeat {
-		if ctx.Err() != nil {
-			break
+		for b, bin := range bins {
+			if ctx.Err() != nil {
+				break
+			}
+			e.Pprof = r.cfg.Profile && i == 0
+			e.Bin = bin
+			tag := fmt.Sprintf("%s-r%d", name, i+1)
+			if b > 0 {
+				tag = fmt.Sprintf("%s-b%d-r%d", name, b, i+1)
+			}
+			runs[b] = append(runs[b], r.relay(ctx, tag, in, size, e))
 		}
-		e.Pprof = r.cfg.Profile && i == 0
-		runs = append(runs, r.relay(ctx, fmt.Sprintf("%s-r%d", name, i+1), in, size, e))
+	}
+	out := make([]*relayResult, len(bins))
+	for b := range bins {
+		out[b] = median(runs[b])
+	}
+	return out
+}
+
+func median(runs []*relayResult) *relayResult {
+	if len(runs) == 0 {
+		return &relayResult{Err: fmt.Errorf("not run")}
 	}
 	rates := make([]float64, len(runs))
 	var okRuns []*relayResult
