@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"sync"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
