@@ -27,6 +27,7 @@ type config struct {
 	CopierRecords int             `env:"COPIER_RECORDS" envDefault:"250000"` // the copier's share of the input, to fit the time budget
 	InputRate     float64         `env:"INPUT_RATE" envDefault:"0"`          // records/s of event time; 0 = the ceiling producer's
 	PacedFor      time.Duration   `env:"PACED_DURATION" envDefault:"20s"`
+	PacedRate     float64         `env:"PACED_RATE" envDefault:"0"`    // records/s for the paced runs instead of a share of the relay rate
 	PacedShare    float64         `env:"PACED_SHARE" envDefault:"0.5"` // of phasegate's relay rate
 	SkewPhase     time.Duration   `env:"SKEW_PHASE" envDefault:"100ms"`
 	SkewSize      int             `env:"SKEW_SIZE" envDefault:"1024"`

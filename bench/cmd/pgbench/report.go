@@ -156,7 +156,11 @@ func renderRatios(b *strings.Builder, c config, s *suiteResult) {
 }
 
 func renderLatency(b *strings.Builder, c config, s *suiteResult) {
-	fmt.Fprintf(b, "## Seal → visible to read_committed, paced at %.0f %% of phasegate's relay rate for %s\n\n", c.PacedShare*100, c.PacedFor)
+	if c.PacedRate > 0 {
+		fmt.Fprintf(b, "## Seal → visible to read_committed, paced at a fixed %s records/s (BENCH_PACED_RATE) for %s\n\n", thousands(c.PacedRate), c.PacedFor)
+	} else {
+		fmt.Fprintf(b, "## Seal → visible to read_committed, paced at %.0f %% of phasegate's relay rate for %s\n\n", c.PacedShare*100, c.PacedFor)
+	}
 	b.WriteString("| size | phase | paced at records/s | achieved | markers timed | p50 ms | p99 ms | max ms | phase end → visible p50 / p99 ms | mean transaction ms | mean seal → commit ms |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, sr := range s.Sizes {

@@ -157,12 +157,15 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 		if !r.cfg.step("paced") || ctx.Err() != nil {
 			break
 		}
-		peak := sr.Relays[i].rate()
-		if peak == 0 {
+		rate := r.cfg.PacedRate
+		if rate == 0 {
+			rate = math.Round(sr.Relays[i].rate() * r.cfg.PacedShare)
+		}
+		if rate == 0 {
 			fail("paced "+L.String(), fmt.Errorf("no verified phasegate relay rate to pace at"))
 			continue
 		}
-		sr.Paced[i] = r.paced(ctx, fmt.Sprintf("paced-%d-%s", size, L), size, L, math.Round(peak*r.cfg.PacedShare))
+		sr.Paced[i] = r.paced(ctx, fmt.Sprintf("paced-%d-%s", size, L), size, L, rate)
 		if err := sr.Paced[i].Err; err != nil {
 			fail("paced "+L.String(), err)
 		}
