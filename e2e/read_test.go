@@ -203,19 +203,28 @@ type javaRead struct {
 }
 
 // consoleConsumer reads topic with Kafka's Java ConsoleConsumer,
-// --isolation-level read_committed, until it has been idle for 8 s.
-func consoleConsumer(ctx context.Context, brokers []string, topic string) (*javaRead, error) {
-	cmd := exec.CommandContext(ctx, suite.script, "tool", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+// --isolation-level read_committed, until it has been idle for 8 s; extra
+// arguments go to the tool (e.g. --consumer.config for SASL_SSL).
+func consoleConsumer(ctx context.Context, brokers []string, topic string, extra ...string) (*javaRead, error) {
+	args := append([]string{"tool", "org.apache.kafka.tools.consumer.ConsoleConsumer",
 		"--bootstrap-server", strings.Join(brokers, ","), "--topic", topic, "--from-beginning",
 		"--isolation-level", "read_committed", "--timeout-ms", "8000",
 		"--property", "print.headers=true", "--property", "print.partition=true",
-		"--property", "print.offset=true", "--property", "print.value=false")
+		"--property", "print.offset=true", "--property", "print.value=false"}, extra...)
+	cmd := exec.CommandContext(ctx, suite.script, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("ConsoleConsumer: %w\n%s", err, tail(stderr.String(), 20))
 	}
+	return parseConsole(out, stderr.String())
+}
+
+// parseConsole reads ConsoleConsumer's "Partition:P\tOffset:O\theaders"
+// lines and its "Processed a total of N messages" (the format
+// consoleConsumer asks for).
+func parseConsole(out []byte, stderr string) (*javaRead, error) {
 	jr := &javaRead{positions: map[position]bool{}, processed: -1}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -227,21 +236,19 @@ func consoleConsumer(ctx context.Context, brokers []string, topic string) (*java
 		var pos position
 		var headers string
 		for _, f := range strings.Split(line, "\t") {
+			var err error
 			switch {
 			case strings.HasPrefix(f, "Partition:"):
-				p, err := strconv.ParseInt(strings.TrimPrefix(f, "Partition:"), 10, 32)
-				if err != nil {
-					return nil, fmt.Errorf("ConsoleConsumer line %q: %w", line, err)
-				}
+				var p int64
+				p, err = strconv.ParseInt(strings.TrimPrefix(f, "Partition:"), 10, 32)
 				pos.partition = int32(p)
 			case strings.HasPrefix(f, "Offset:"):
-				o, err := strconv.ParseInt(strings.TrimPrefix(f, "Offset:"), 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("ConsoleConsumer line %q: %w", line, err)
-				}
-				pos.offset = o
+				pos.offset, err = strconv.ParseInt(strings.TrimPrefix(f, "Offset:"), 10, 64)
 			default:
 				headers = f
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ConsoleConsumer line %q: %w", line, err)
 			}
 		}
 		if jr.positions[pos] {
@@ -252,7 +259,7 @@ func consoleConsumer(ctx context.Context, brokers []string, topic string) (*java
 			jr.markers++
 		}
 	}
-	for _, l := range strings.Split(stderr.String(), "\n") {
+	for _, l := range strings.Split(stderr, "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "Processed a total of "); ok {
 			jr.processed, _ = strconv.Atoi(strings.Fields(rest)[0])
 		}

@@ -12,13 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/phasegate/phasegate/markers"
 )
 
 // secureBroker is a broker started by `kafka.sh start --secure` for the
@@ -160,64 +157,7 @@ func newSecureScenario(t *testing.T, sb *secureBroker, name string) *scenario {
 // SASL_SSL listener (DIR/client.properties: SCRAM-SHA-512, ca.pem),
 // read_committed, printing what consoleConsumer prints.
 func (sb *secureBroker) consoleConsumerSecure(ctx context.Context, topic string) (*javaRead, error) {
-	cmd := exec.CommandContext(ctx, suite.script, "tool", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-		"--bootstrap-server", sb.secure, "--consumer.config", filepath.Join(sb.dir, "client.properties"),
-		"--topic", topic, "--from-beginning", "--isolation-level", "read_committed", "--timeout-ms", "8000",
-		"--property", "print.headers=true", "--property", "print.partition=true",
-		"--property", "print.offset=true", "--property", "print.value=false")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("ConsoleConsumer over SASL_SSL: %w\n%s", err, tail(stderr.String(), 20))
-	}
-	return secureParseConsole(out, stderr.String())
-}
-
-// secureParseConsole reads ConsoleConsumer's "Partition:P\tOffset:O\theaders"
-// lines and its "Processed a total of N messages" (the format
-// consoleConsumer asks for).
-func secureParseConsole(out []byte, stderr string) (*javaRead, error) {
-	jr := &javaRead{positions: map[position]bool{}, processed: -1}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "Partition:") {
-			continue
-		}
-		var pos position
-		var headers string
-		for _, f := range strings.Split(line, "\t") {
-			var err error
-			switch {
-			case strings.HasPrefix(f, "Partition:"):
-				var p int64
-				p, err = strconv.ParseInt(strings.TrimPrefix(f, "Partition:"), 10, 32)
-				pos.partition = int32(p)
-			case strings.HasPrefix(f, "Offset:"):
-				pos.offset, err = strconv.ParseInt(strings.TrimPrefix(f, "Offset:"), 10, 64)
-			default:
-				headers = f
-			}
-			if err != nil {
-				return nil, fmt.Errorf("ConsoleConsumer line %q: %w", line, err)
-			}
-		}
-		if jr.positions[pos] {
-			return nil, fmt.Errorf("ConsoleConsumer printed %d/%d twice", pos.partition, pos.offset)
-		}
-		jr.positions[pos] = true
-		if strings.Contains(","+headers+",", ","+markers.HeaderMarker+":1,") {
-			jr.markers++
-		}
-	}
-	for _, l := range strings.Split(stderr, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "Processed a total of "); ok {
-			jr.processed, _ = strconv.Atoi(strings.Fields(rest)[0])
-		}
-	}
-	return jr, sc.Err()
+	return consoleConsumer(ctx, []string{sb.secure}, topic, "--consumer.config", filepath.Join(sb.dir, "client.properties"))
 }
 
 // scraper asks the supervised sidecar's HTTP endpoints every interval and

@@ -360,7 +360,7 @@ func TestSecureParseConsole(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			jr, err := secureParseConsole([]byte(c.out), c.stderr)
+			jr, err := parseConsole([]byte(c.out), c.stderr)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want %q", err, c.err)
