@@ -78,11 +78,10 @@ func (t tools) producerPerf(ctx context.Context, topic string, n, size int) (*to
 	return res, nil
 }
 
-var producerPerfLine = regexp.MustCompile(`^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th`)
-
 // parseProducerPerf reads ProducerPerformance's summary line.
 func parseProducerPerf(line string) (*toolResult, error) {
-	m := producerPerfLine.FindStringSubmatch(strings.TrimSpace(line))
+	summary := regexp.MustCompile(`^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th`)
+	m := summary.FindStringSubmatch(strings.TrimSpace(line))
 	if m == nil {
 		return nil, fmt.Errorf("pgbench: no ProducerPerformance summary in %q", line)
 	}
