@@ -23,6 +23,7 @@ type relayResult struct {
 	RSSFile      int64   // RssFile at that moment: the binary's resident pages, outside Go's memory limit
 	BrokerCPU    float64 // the broker's CPU seconds over the run
 	Txns         float64
+	TxnSeconds   float64 // phasegate_transaction_duration_seconds_sum: time the loop spent in commits
 	Phases       int // phases with a marker in the output
 	PeakBuffered int64
 	MaxBuffer    int64
@@ -114,6 +115,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	res.BrokerCPU = r.brokerCPU() - broker0
 	if m, err := sc.metrics(ctx); err == nil {
 		res.Txns = m["phasegate_transactions_total"]
+		res.TxnSeconds = m["phasegate_transaction_duration_seconds_sum"]
 		res.PausedS = m["phasegate_paused_seconds_total"]
 		res.Rewinds = m["phasegate_rewinds_total"]
 	}

@@ -119,7 +119,7 @@ func relayRow(b *strings.Builder, name string, r *relayResult) {
 		fmt.Fprintf(b, "| %s | failed | | | | | | | %s |\n", name, oneLine(r.Err))
 		return
 	}
-	note := fmt.Sprintf("%s transactions, %d phases, peak buffered %s MiB", thousands(r.Txns), r.Phases, mib(r.PeakBuffered))
+	note := fmt.Sprintf("%s transactions (%.1f s in them), %d phases, peak buffered %s MiB", thousands(r.Txns), r.TxnSeconds, r.Phases, mib(r.PeakBuffered))
 	if r.Rewinds > 0 {
 		note += fmt.Sprintf(", %.0f rewinds", r.Rewinds)
 	}
