@@ -24,7 +24,7 @@ type relayResult struct {
 	BrokerCPU    float64 // the broker's CPU seconds over the run
 	Txns         float64
 	TxnSeconds   float64 // phasegate_transaction_duration_seconds_sum: time the loop spent in commits
-	Phases       int // phases with a marker in the output
+	Phases       int     // phases with a marker in the output
 	PeakBuffered int64
 	MaxBuffer    int64
 	PausedS      float64 // phasegate_paused_seconds_total
