@@ -21,7 +21,9 @@
 //  3. peer, per phase length L (BENCH_PHASES, default 100ms and 1s):
 //     TransactionalMessageCopier, one per fork topic in group mode, running
 //     at once, with --transaction-size R×L (its max.poll.records, so a
-//     transaction holds at most one phase's worth of records).
+//     transaction holds at most one phase's worth of records). It runs at a
+//     few thousand records/s, so it copies at most BENCH_COPIER_RECORDS
+//     (the first records of the same input, in topics of its own).
 //  4. phasegate, per L: the sidecar binary relays the input into a fresh
 //     output topic. Relay time is from the sidecar's exec to the moment a
 //     read_committed fetch sees the marker of the last phase on every output
@@ -37,6 +39,12 @@
 // runs 200 ms behind (its timestamps trail A's by 200 ms at the same log
 // position), PHASEGATE_ROUTING=key and PHASEGATE_MAX_BUFFER_BYTES =
 // BENCH_SKEW_BUFFER_BYTES; it reports peak RSS against that bound.
+//
+// Before anything is timed, the broker's internal topics are created
+// (FindCoordinator for a group and a transactional ID). ProducerPerformance
+// and each relay run BENCH_REPEAT times and the median run is reported;
+// BENCH_COMPARE alternates a second sidecar build with the first in every
+// relay repetition (an A/B on a shared, noisy machine).
 //
 // Invariants of the measurement:
 //   - Every run of phasegate and of the copier reads the same input topics;
