@@ -2,14 +2,14 @@ package dedupe
 
 import "errors"
 
-// Environment variables that configure the cache. cmd/sidecar reads them
-// (through the env tags on Config); this package never reads the environment.
+// Environment variables that configure the cache, named in Validate's
+// errors. cmd/sidecar reads them; this package never reads the environment.
 const (
 	EnvMaxSealedPhases = "PHASEGATE_DEDUPE_PHASES"
 	EnvMaxIdentities   = "PHASEGATE_DEDUPE_IDS"
 )
 
-// Defaults of Config, also written in its envDefault tags.
+// Defaults of Config (cmd/sidecar's defaults are the same).
 const (
 	DefaultMaxSealedPhases = 64
 	DefaultMaxIdentities   = 1 << 20
@@ -20,10 +20,10 @@ const (
 type Config struct {
 	// MaxSealedPhases is how many sealed phases are kept for late-retry
 	// detection; the least recently used one goes first. At least 1.
-	MaxSealedPhases int `env:"PHASEGATE_DEDUPE_PHASES" envDefault:"64"`
+	MaxSealedPhases int
 	// MaxIdentities bounds the identities held over all phases, open and
 	// sealed. At least 1. Open phases may exceed it (see ErrFull).
-	MaxIdentities int `env:"PHASEGATE_DEDUPE_IDS" envDefault:"1048576"`
+	MaxIdentities int
 }
 
 // DefaultConfig returns the configuration used when no variable is set.

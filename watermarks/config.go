@@ -112,30 +112,30 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("Verdict(%d)", int(v))
 }
 
-// Config is what a Tracker needs. The env tags let cmd/sidecar read it with
-// env.ParseAs[Config](); defaults are those of DESIGN.md. Now is not read from
-// the environment and must be set by the caller.
+// Config is what a Tracker needs. cmd/sidecar fills it from the environment
+// (its defaults are DESIGN.md's); Validate names the variables. Now must be
+// set by the caller.
 type Config struct {
 	// PhaseLength is the span of a timestamp-derived phase; > 0 and a whole
 	// number of milliseconds (MARKERS.md 1 divides timestamps in ms by it).
-	PhaseLength time.Duration `env:"PHASEGATE_PHASE_LENGTH" envDefault:"1s"`
+	PhaseLength time.Duration
 	// MaxOutOfOrderness is subtracted from a partition's newest timestamp to
 	// give its time watermark; >= 0, used in whole milliseconds (rounded down).
-	MaxOutOfOrderness time.Duration `env:"PHASEGATE_MAX_OUT_OF_ORDERNESS" envDefault:"200ms"`
+	MaxOutOfOrderness time.Duration
 	// IdleTimeout is the unpaused quiet time after which a partition with zero
 	// lag is idle; >= 0, and 0 means strict: never idle.
-	IdleTimeout time.Duration `env:"PHASEGATE_IDLE_TIMEOUT" envDefault:"5s"`
+	IdleTimeout time.Duration
 	// MaxBufferBytes bounds buffered record bytes: partitions ahead are paused
 	// at half of it and resumed at a quarter; > 0.
-	MaxBufferBytes int64 `env:"PHASEGATE_MAX_BUFFER_BYTES" envDefault:"268435456"`
+	MaxBufferBytes int64
 	// SealTimeoutMin and SealTimeoutMax clamp the adaptive seal timeout;
 	// 0 < min <= max.
-	SealTimeoutMin time.Duration `env:"PHASEGATE_SEAL_TIMEOUT_MIN" envDefault:"10s"`
-	SealTimeoutMax time.Duration `env:"PHASEGATE_SEAL_TIMEOUT_MAX" envDefault:"5m"`
+	SealTimeoutMin time.Duration
+	SealTimeoutMax time.Duration
 	// SealPolicy is what a seal timeout does.
-	SealPolicy Policy `env:"PHASEGATE_SEAL_POLICY" envDefault:"wait"`
+	SealPolicy Policy
 	// Now is the clock; required. Tests inject a fake one.
-	Now func() time.Time `env:"-"`
+	Now func() time.Time
 }
 
 // Validate checks each value and the combinations, and returns the first
