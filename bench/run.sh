@@ -38,7 +38,8 @@ if [[ -z "${BENCH_BROKERS:-}" ]]; then
   KAFKA_DIR="$WORK/kafka"
   log "starting a broker in $KAFKA_DIR"
   BENCH_BROKERS="$("$KAFKA_SH" start "$KAFKA_DIR")"
-  trap '"$KAFKA_SH" stop "$KAFKA_DIR" >/dev/null 2>&1 || true' EXIT
+  # A full run leaves ~20 GB of topic data; the next start formats afresh.
+  trap '"$KAFKA_SH" stop "$KAFKA_DIR" >/dev/null 2>&1 || true; rm -rf "$KAFKA_DIR/data"' EXIT
 fi
 
 run_dir="$WORK/logs/$(date +%Y%m%d-%H%M%S)"
