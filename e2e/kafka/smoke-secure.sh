@@ -21,34 +21,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 K="$HERE/kafka.sh"
-OWN_DIR=""
-if [[ $# -ge 1 ]]; then
-  DIR="$1"
-else
-  DIR="$(mktemp -d "${TMPDIR:-/tmp}/phasegate-kafka-secure.XXXXXX")"
-  OWN_DIR="$DIR"
-fi
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/phasegate-kafka-secure-out.XXXXXX")"
-cleanup() {
-  "$K" stop "$DIR" >/dev/null 2>&1 || true
-  rm -rf "$WORK" ${OWN_DIR:+"$OWN_DIR"}
-}
-trap cleanup EXIT
-trap "exit 130" INT TERM
-
-passed=0
-failed=0
-check() { # check NAME CONDITION...: counts and reports one assertion
-  local name="$1"
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "ok   $name"
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name"
-  fi
-}
+# shellcheck source=smoke-lib.sh
+source "$HERE/smoke-lib.sh" secure "$@"
 tool() { timeout 120 "$K" tool "$@"; }
 lines() { [[ "$(wc -l <"$1")" -eq "$2" ]]; }
 same() { cmp -s "$1" "$2"; }
