@@ -8,137 +8,105 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/txn"
-	"github.com/phasegate/phasegate/watermarks"
 )
 
 // commitTimeout bounds one transaction, below the shutdown deadline.
 const commitTimeout = 20 * time.Second
 
-// commit writes the sealed phases (data, then a marker on every output
-// partition, phase by phase), the quarantined records and the input offsets
-// in one transaction. On success the sealed phases leave the buffer; on a
-// failure other than fencing the generation is dropped (rewind).
-func (p *Pipeline) commit(g *generation, seals []watermarks.Seal) error {
-	sealed := make(map[uint64]bool, len(seals))
-	var records []*sarama.ProducerMessage
-	for _, s := range seals {
-		sealed[s.Phase] = true
-		records = p.appendPhase(records, g, s)
+// commit writes the session's Batch in one transaction. When it commits,
+// the session is told and the metrics count it; when it fails and the
+// producer could be repaired (a *txn.Failure), the generation is dropped
+// and the next session starts from the committed offsets (rewind); any
+// other error (fenced, a record too large) stops the instance.
+func (p *Pipeline) commit(g *generation, b *align.Batch[*sarama.ConsumerMessage]) error {
+	tb := txn.Batch{Records: make([]*sarama.ProducerMessage, len(b.Writes)),
+		Offsets: map[string][]*sarama.PartitionOffsetMetadata{}, Group: g.groupMeta}
+	for i, w := range b.Writes {
+		tb.Records[i] = p.message(w)
 	}
-	for _, q := range g.quar {
-		records = append(records, p.quarantineMessage(q))
-	}
-	batch := txn.Batch{Records: records, Offsets: map[string][]*sarama.PartitionOffsetMetadata{}, Group: g.groupMeta}
-	positions := make(map[tp]committedPos, len(g.byP))
-	global := g.tracker.Global()
-	for _, ps := range g.byP {
-		cm := commitMeta{global: global, consumed: ps.next}
-		cm.marker, cm.hasMarker = g.markers.Last(ps.key)
-		pos := committedPos{offset: g.buf.commitOffset(ps, sealed), meta: cm.String()}
-		positions[ps.tp] = pos
-		batch.Offsets[ps.topic] = append(batch.Offsets[ps.topic], &sarama.PartitionOffsetMetadata{
-			Partition: ps.partition, Offset: pos.offset, Metadata: &pos.meta,
+	for _, o := range b.Offsets {
+		tb.Offsets[o.Topic] = append(tb.Offsets[o.Topic], &sarama.PartitionOffsetMetadata{
+			Partition: o.Partition, Offset: o.Offset, Metadata: &o.Metadata,
 		})
 	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	if err := p.deps.Producer.Commit(ctx, batch); err != nil {
-		if errors.Is(err, txn.ErrFenced) || errors.Is(err, txn.ErrTooLarge) {
+	if err := p.deps.Producer.Commit(ctx, tb); err != nil {
+		var failure *txn.Failure
+		if !errors.As(err, &failure) {
 			return err
 		}
-		p.rewind(err)
+		p.metrics.rewinds.Inc()
+		p.log.Warn("transaction not committed; rewinding to the committed offsets and rebuilding the open phases", "err", err)
+		p.dropGeneration()
 		return nil
 	}
-	p.committedBatch(g, seals, positions)
+	g.s.Committed(b)
+	p.committedBatch(b)
 	return nil
 }
 
-// committedBatch updates state and metrics after a commit.
-func (p *Pipeline) committedBatch(g *generation, seals []watermarks.Seal, positions map[tp]committedPos) {
+// committedBatch remembers the committed positions and counts what the
+// transaction published.
+func (p *Pipeline) committedBatch(b *align.Batch[*sarama.ConsumerMessage]) {
 	now := p.now()
-	for k, pos := range positions {
-		p.committed[k] = pos
+	for _, o := range b.Offsets {
+		p.committed[o.TP] = align.Start{TP: o.TP, Offset: o.Offset, Metadata: o.Metadata}
 	}
-	for _, q := range g.quar {
-		p.metrics.quarantined.WithLabelValues(string(q.reason)).Inc()
+	for reason, n := range b.Quarantined {
+		p.metrics.quarantined.WithLabelValues(string(reason)).Add(float64(n))
 	}
-	g.quar = g.quar[:0]
-	p.metrics.duplicates.WithLabelValues("record").Add(float64(g.dups[0]))
-	p.metrics.duplicates.WithLabelValues("marker").Add(float64(g.dups[1]))
-	g.dups = [2]int{}
-	for _, s := range seals {
-		ph := g.buf.phases[s.Phase]
-		delete(g.buf.phases, s.Phase)
-		p.metrics.recordsOut.Add(float64(len(ph.records)))
-		p.metrics.markersOut.Add(float64(p.outParts))
+	p.metrics.duplicates.WithLabelValues("record").Add(float64(b.Duplicates.Records))
+	p.metrics.duplicates.WithLabelValues("marker").Add(float64(b.Duplicates.Markers))
+	p.metrics.recordsOut.Add(float64(b.Records))
+	p.metrics.markersOut.Add(float64(b.Markers))
+	for _, s := range b.Seals {
 		p.metrics.phasesSealed.WithLabelValues(s.By.String()).Inc()
 		p.metrics.sealToCommit.Observe(now.Sub(s.Sealed).Seconds())
 		for topic, d := range s.Stats.PerTopic {
 			p.metrics.phaseDuration.WithLabelValues(topic).Observe(d.Seconds())
 		}
 		p.metrics.stragglerCV.Set(s.Stats.CV)
+		slow, _ := s.Stats.SlowestPartition()
 		if s.Stats.Straggling() && p.limiter.allow("straggler", now) {
-			slow := s.Stats.PerPartition[0]
-			for _, d := range s.Stats.PerPartition {
-				if d.P == s.Stats.Slowest {
-					slow = d
-				}
-			}
 			p.log.Warn("one branch straggles: phase durations vary across input topics (coefficient of variation above 0.6); the join waits for the slowest",
 				"phase", s.Phase, "cv", s.Stats.CV, "slowest_topic", slow.Topic, "slowest_partition", slow.Partition, "slowest_duration", slow.Duration)
 		}
-		p.record(s, ph)
+		p.record(s, slow)
 		p.log.Debug("phase sealed", "phase", s.Phase, "sealed_by", s.By.String(), "records", s.Records,
 			"duration", s.Sealed.Sub(s.Opened), "cv", s.Stats.CV)
 	}
-	if len(seals) > 0 {
+	if len(b.Seals) > 0 {
 		p.lastSeal = now
 	}
 }
 
-// appendPhase appends a sealed phase's data records, routed per MARKERS.md
-// section 4, then one marker on every output partition.
-func (p *Pipeline) appendPhase(out []*sarama.ProducerMessage, g *generation, s watermarks.Seal) []*sarama.ProducerMessage {
-	ph := g.buf.phases[s.Phase]
-	counts := make([]int64, p.outParts)
-	sources := make([]map[string]int64, p.outParts)
-	for q := range sources {
-		sources[q] = make(map[string]int64, len(p.cfg.InputTopics))
-		for _, t := range p.cfg.InputTopics {
-			sources[q][t] = 0
-		}
-	}
-	phaseHdr := markers.AppendPhase(nil, s.Phase)
-	for _, msg := range ph.records {
-		q := p.cfg.Routing.route(msg.Key, msg.Partition, p.outParts)
-		counts[q]++
-		sources[q][msg.Topic]++
-		out = append(out, p.dataMessage(msg, q, phaseHdr))
-	}
-	for q := range p.outParts {
-		m := markers.Marker{
-			Phase: s.Phase, Partition: q, Count: counts[q], HasCount: true, Sources: sources[q],
-			WatermarkMs: s.WatermarkMs, SealedBy: markers.SealedBy(s.By.String()), Emitter: p.cfg.TransactionalID,
-		}
-		out = append(out, &sarama.ProducerMessage{
-			Topic: p.cfg.OutputTopic, Partition: q, Timestamp: s.Sealed,
-			Value: sarama.ByteEncoder(m.AppendOutput(nil)),
+// message is one Write as sarama sends it.
+func (p *Pipeline) message(w align.Write[*sarama.ConsumerMessage]) *sarama.ProducerMessage {
+	switch w.Kind {
+	case align.MarkerWrite:
+		return &sarama.ProducerMessage{
+			Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: w.Seal.Sealed,
+			Value: sarama.ByteEncoder(w.Value),
 			Headers: []sarama.RecordHeader{
 				{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-				{Key: []byte(markers.HeaderPhase), Value: phaseHdr},
+				{Key: []byte(markers.HeaderPhase), Value: w.Phase},
 			},
-		})
+		}
+	case align.Quarantine:
+		return p.quarantineMessage(w)
 	}
-	return out
+	return p.dataMessage(w)
 }
 
-// dataMessage is msg as published: key, value, timestamp and headers
-// unchanged, with phasegate.phase and phasegate.id added when absent and
-// phasegate.source added.
-func (p *Pipeline) dataMessage(msg *sarama.ConsumerMessage, q int32, phaseHdr []byte) *sarama.ProducerMessage {
+// dataMessage is the input record as published (MARKERS.md 2): key, value,
+// timestamp and headers unchanged, with phasegate.phase and phasegate.id
+// added when absent and phasegate.source added.
+func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage]) *sarama.ProducerMessage {
+	msg := w.Msg
 	source := markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset)
 	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+3)
 	var hasPhase, hasID bool
@@ -151,32 +119,32 @@ func (p *Pipeline) dataMessage(msg *sarama.ConsumerMessage, q int32, phaseHdr []
 		headers = append(headers, *h)
 	}
 	if !hasPhase {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderPhase), Value: phaseHdr})
+		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderPhase), Value: w.Phase})
 	}
 	if !hasID {
 		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderID), Value: source})
 	}
 	headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderSource), Value: source})
 	return &sarama.ProducerMessage{
-		Topic: p.cfg.OutputTopic, Partition: q, Timestamp: msg.Timestamp,
+		Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
 		Key: encoder(msg.Key), Value: encoder(msg.Value), Headers: headers,
 	}
 }
 
 // quarantineMessage is the record unchanged, with phasegate.reason and
-// phasegate.source added.
-func (p *Pipeline) quarantineMessage(q quarantined) *sarama.ProducerMessage {
-	msg := q.msg
+// phasegate.source added (MARKERS.md 5).
+func (p *Pipeline) quarantineMessage(w align.Write[*sarama.ConsumerMessage]) *sarama.ProducerMessage {
+	msg := w.Msg
 	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+2)
 	for _, h := range msg.Headers {
 		headers = append(headers, *h)
 	}
 	headers = append(headers,
-		sarama.RecordHeader{Key: []byte(markers.HeaderReason), Value: []byte(q.reason)},
+		sarama.RecordHeader{Key: []byte(markers.HeaderReason), Value: []byte(w.Reason)},
 		sarama.RecordHeader{Key: []byte(markers.HeaderSource), Value: markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset)},
 	)
 	return &sarama.ProducerMessage{
-		Topic: p.cfg.QuarantineTopic, Partition: msg.Partition % p.quarParts, Timestamp: msg.Timestamp,
+		Topic: p.cfg.QuarantineTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
 		Key: encoder(msg.Key), Value: encoder(msg.Value), Headers: headers,
 	}
 }

@@ -5,8 +5,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/watermarks"
+)
+
+// Routing picks the output partition of a data record (MARKERS.md 4).
+type Routing = align.Routing
+
+// The routings, as PHASEGATE_ROUTING spells them: "partition" and "key".
+const (
+	RoutePartition = align.RoutePartition
+	RouteKey       = align.RouteKey
 )
 
 // Config is what the pipeline needs. cmd/sidecar fills it from the
@@ -59,6 +69,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("PHASEGATE_TRANSACTIONAL_ID is empty")
 	case c.Tick <= 0 || c.LagInterval <= 0 || c.QuarantineDelay <= 0:
 		return fmt.Errorf("proxy: Tick, LagInterval and QuarantineDelay must be positive")
+	case c.Watermarks.Now == nil:
+		return fmt.Errorf("proxy: Watermarks.Now (the clock) is required")
 	}
 	if err := c.Watermarks.Validate(); err != nil {
 		return err

@@ -85,18 +85,18 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now(), cfg.Watermarks.MaxBufferBytes))
 	if err != nil {
 		_ = prod.Close()
-		return nil, fmt.Errorf("proxy: connect consumer: %w", err)
+		return nil, fmt.Errorf("connect consumer: %w", err)
 	}
 	closeAll := func() { _ = prod.Close(); _ = client.Close() }
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("proxy: admin client: %w", err)
+		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	group, err := sarama.NewConsumerGroupFromClient(cfg.GroupID, client)
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("proxy: consumer group %s: %w", cfg.GroupID, err)
+		return nil, fmt.Errorf("consumer group %s: %w", cfg.GroupID, err)
 	}
 	p, err := New(cfg, Deps{
 		Client: client, Admin: admin, Group: group, Producer: prod, Logger: log,

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/watermarks"
 )
@@ -25,32 +27,27 @@ func benchPipeline(b *testing.B, n int, now func() time.Time) *Pipeline {
 		Dedupe: dedupe.Config{MaxSealedPhases: 64, MaxIdentities: 1 << 22},
 		Tick:   time.Millisecond, LagInterval: time.Second, QuarantineDelay: time.Second,
 	}
-	tr, err := watermarks.New(cfg.Watermarks, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cache, err := dedupe.New(cfg.Dedupe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := &Pipeline{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: now,
+	p := &Pipeline{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: now, outParts: 3, quarParts: 3,
 		metrics: NewMetrics(prometheus.NewRegistry(), cfg.InputTopics), limiter: logLimiter{last: map[string]time.Time{}}}
-	g := &generation{id: 1, tracker: tr, dedupe: cache, markers: dedupe.NewMarkers(), buf: newBuffer(), parts: map[tp]*partState{}}
+	starts := make([]align.Start, n)
+	lso := map[align.TP]int64{}
 	for i := range n {
-		ps := &partState{tp: tp{"in", int32(i)}, key: dedupe.PartitionKey{Topic: "in", Partition: int32(i)}, counts: map[uint64]int64{}}
-		ps.p = tr.Add("in", int32(i))
-		p.initPartitionMetrics(ps)
-		tr.Lag(ps.p, 0)
-		g.parts[ps.tp] = ps
-		g.byP = append(g.byP, ps)
+		starts[i] = align.Start{TP: align.TP{Topic: "in", Partition: int32(i)}}
+		lso[starts[i].TP] = 0
 	}
-	p.gen = g
+	s, err := align.New[*sarama.ConsumerMessage](p.alignConfig(), starts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Lag(lso, nil)
+	p.gen = &generation{id: 1, ctx: context.Background(), s: s}
 	return p
 }
 
-// BenchmarkHandle is the per-record path (headers, phase, identity, dedupe,
-// watermark, buffer) at 1, 64 and 1024 partitions; every 4096 records the
-// sealed phases are released as a commit would.
+// BenchmarkHandle is the per-record path as the loop runs it (headers,
+// phase, identity, dedupe, watermark, buffer, the records-in counter) at
+// 1, 64 and 1024 partitions; every 4096 records the session steps and its
+// Batch is marked committed, as a transaction would.
 func BenchmarkHandle(b *testing.B) {
 	for _, n := range []int{1, 64, 1024} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
@@ -72,9 +69,8 @@ func BenchmarkHandle(b *testing.B) {
 				i++
 				if i%4096 == 0 {
 					clock = clock.Add(time.Millisecond)
-					for _, s := range p.gen.tracker.Advance() {
-						p.gen.dedupe.Seal(s.Phase)
-						delete(p.gen.buf.phases, s.Phase)
+					if st := p.gen.s.Step(); st.Batch != nil {
+						p.gen.s.Committed(st.Batch)
 					}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/watermarks"
 )
@@ -125,4 +126,40 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 		m.phasesSealed.WithLabelValues(c.String())
 	}
 	return m
+}
+
+// initPartition sets a claimed partition's series to zero.
+func (m *Metrics) initPartition(k align.TP) {
+	part := partLabel(k.Partition)
+	m.watermarkLag.WithLabelValues(k.Topic, part)
+	m.consumerLag.WithLabelValues(k.Topic, part)
+	m.idle.WithLabelValues(k.Topic, part)
+	m.pausedSeconds.WithLabelValues(k.Topic, part)
+	m.initPaused(k)
+}
+
+// initPaused sets a partition's pause series, one per reason, to zero.
+func (m *Metrics) initPaused(k align.TP) {
+	for _, r := range []string{watermarks.ReasonBuffer, align.ReasonDedupe} {
+		m.paused.WithLabelValues(k.Topic, partLabel(k.Partition), r)
+	}
+}
+
+// observe sets the level gauges from a published status.
+func (m *Metrics) observe(st *Status, topics []string) {
+	bytes, recs := map[string]int64{}, map[string]int{}
+	for _, ps := range st.Partitions {
+		bytes[ps.Topic] += ps.BufferedBytes
+		recs[ps.Topic] += ps.BufferedRecords
+		lag := 0.0
+		if ps.WatermarkMs > st.GlobalMs && st.GlobalMs > 0 {
+			lag = float64(ps.WatermarkMs-st.GlobalMs) / 1000
+		}
+		m.watermarkLag.WithLabelValues(ps.Topic, partLabel(ps.Partition)).Set(lag)
+	}
+	for _, t := range topics {
+		m.bufferedBytes.WithLabelValues(t).Set(float64(bytes[t]))
+		m.bufferedRecs.WithLabelValues(t).Set(float64(recs[t]))
+	}
+	m.globalPhase.Set(float64(st.GlobalWatermark))
 }

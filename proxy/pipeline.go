@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/txn"
 )
 
@@ -23,8 +24,10 @@ type Deps struct {
 	Producer *txn.Producer
 	Logger   *slog.Logger
 	Metrics  *Metrics
-	Now      func() time.Time
 }
+
+// session is the alignment state of one consumer group session.
+type session = align.Session[*sarama.ConsumerMessage]
 
 // Pipeline is one phasegate instance's data path. Run drives it; Status and
 // Ready are safe for concurrent use.
@@ -37,17 +40,20 @@ type Pipeline struct {
 
 	outParts, quarParts int32
 
-	in     chan delivery // consumer group goroutines -> loop
-	events chan any      // session requests and lag reports -> loop
+	// Channels from the consumer group's goroutines to the loop.
+	in     chan delivery
+	setups chan setupReq
+	ends   chan endReq
+	lags   chan lagReport
 
 	status   atomic.Pointer[Status]
 	stopping atomic.Bool
-	assigned atomic.Pointer[[]tp] // read by the lag poller
+	assigned atomic.Pointer[[]align.TP] // read by the lag poller
 
 	// The fields below are owned by the loop goroutine.
 	gen        *generation
 	genSeq     int64
-	committed  map[tp]committedPos
+	committed  map[align.TP]align.Start
 	history    []SealStatus
 	lastStatus time.Time
 	lastSeal   time.Time
@@ -59,11 +65,15 @@ type Pipeline struct {
 	closers []func() error
 }
 
-// committedPos is the last offset and metadata this process committed for a
-// partition. It is newer than or equal to what an offset fetch returns.
-type committedPos struct {
-	offset int64
-	meta   string
+// generation is one consumer group session on the loop: its alignment
+// state and what the claims of that session need.
+type generation struct {
+	id        int64
+	ctx       context.Context
+	cancel    context.CancelFunc
+	groupMeta *sarama.ConsumerGroupMetadata
+	s         *session
+	gates     map[align.TP]*gate // read-only after setup
 }
 
 // delivery is one record forwarded by a claim, tagged with its generation.
@@ -80,22 +90,21 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	}
 	out, err := d.Client.Partitions(cfg.OutputTopic)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: output topic %s: %w (create it before starting phasegate)", cfg.OutputTopic, err)
+		return nil, fmt.Errorf("output topic %s: %w (create it before starting phasegate)", cfg.OutputTopic, err)
 	}
 	quar, err := d.Client.Partitions(cfg.QuarantineTopic)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: quarantine topic %s: %w", cfg.QuarantineTopic, err)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
+		return nil, fmt.Errorf("quarantine topic %s: %w", cfg.QuarantineTopic, err)
 	}
 	p := &Pipeline{
-		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: d.Now,
+		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: cfg.Watermarks.Now,
 		outParts:  int32(len(out)),
 		quarParts: int32(len(quar)),
 		in:        make(chan delivery, inCapacity),
-		events:    make(chan any),
-		committed: map[tp]committedPos{},
+		setups:    make(chan setupReq),
+		ends:      make(chan endReq),
+		lags:      make(chan lagReport),
+		committed: map[align.TP]align.Start{},
 		limiter:   logLimiter{every: 10 * time.Second, last: map[string]time.Time{}},
 	}
 	p.status.Store(&Status{})
@@ -128,10 +137,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		err = cerr
 	}
 	if cerr := p.deps.Group.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("proxy: leave group: %w", cerr)
+		err = fmt.Errorf("leave group: %w", cerr)
 	}
 	if cerr := p.deps.Producer.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("proxy: close producer: %w", cerr)
+		err = fmt.Errorf("close producer: %w", cerr)
 	}
 	for _, c := range p.closers {
 		_ = c()
@@ -168,12 +177,16 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 		case <-ctx.Done():
 			return nil
 		case <-consumeDone:
-			return errors.New("proxy: the consumer group stopped; see the log lines before this one")
+			return errors.New("the consumer group stopped; see the log lines before this one")
 		case d := <-p.in:
 			p.handle(d)
 			p.drainIn()
-		case ev := <-p.events:
-			p.event(ev)
+		case r := <-p.setups:
+			p.setup(r)
+		case r := <-p.ends:
+			p.end(r)
+		case r := <-p.lags:
+			p.lag(r)
 		case <-tick.C:
 		}
 		if err := p.step(); err != nil {
@@ -191,13 +204,13 @@ const inCapacity = 64
 // seals and backpressure again.
 const batch = 256
 
-// drainIn handles the records already waiting, up to a batch, so Advance
+// drainIn handles the records already waiting, up to a batch, so Step
 // runs once per batch rather than once per record. It stops early when the
 // buffer crosses half its bound, so the pause decision is not late by a
 // whole batch.
 func (p *Pipeline) drainIn() {
 	for range batch {
-		if g := p.gen; g != nil && g.tracker.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 {
+		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 {
 			return
 		}
 		select {
@@ -212,18 +225,27 @@ func (p *Pipeline) drainIn() {
 // drain answers session requests and drops records until the consumer
 // group goroutine has exited.
 func (p *Pipeline) drain(consumeDone <-chan struct{}) {
-	if p.gen != nil {
-		p.gen.cancel()
-		p.gen = nil
-	}
+	p.dropGeneration()
 	for {
 		select {
 		case <-consumeDone:
 			return
 		case <-p.in:
-		case ev := <-p.events:
-			p.event(ev)
+		case r := <-p.setups:
+			r.reply <- setupReply{err: errStopping}
+		case r := <-p.ends:
+			close(r.reply)
+		case <-p.lags:
 		}
+	}
+}
+
+// dropGeneration ends the current session's state: its claims stop, and
+// the next session starts from the committed offsets.
+func (p *Pipeline) dropGeneration() {
+	if p.gen != nil {
+		p.gen.cancel()
+		p.gen = nil
 	}
 }
 

@@ -4,39 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/IBM/sarama"
 
-	"github.com/phasegate/phasegate/dedupe"
-	"github.com/phasegate/phasegate/watermarks"
+	"github.com/phasegate/phasegate/align"
+	"github.com/phasegate/phasegate/markers"
 )
-
-// generation is the pipeline state of one consumer group session. It is
-// built from the committed offsets at the session's start and dropped whole
-// at its end or on a rewind.
-type generation struct {
-	id        int64
-	ctx       context.Context
-	cancel    context.CancelFunc
-	groupMeta *sarama.ConsumerGroupMetadata
-	tracker   *watermarks.Tracker
-	dedupe    *dedupe.Cache
-	markers   *dedupe.Markers
-	buf       *buffer
-	parts     map[tp]*partState
-	byP       []*partState // by tracker handle
-	gates     map[tp]*gate
-	quar      []quarantined
-	quarSince time.Time // when the oldest queued quarantine record was queued
-	dups      [2]int    // proven duplicates found since the last commit: records, markers
-	idbuf     []byte
-	// timeoutsSeen is the tracker's timeout count already added to the metric.
-	timeoutsSeen int64
-}
 
 // setupReq asks the loop to build a generation for a new session.
 type setupReq struct {
@@ -45,7 +19,7 @@ type setupReq struct {
 }
 
 type setupReply struct {
-	gen *genHandle
+	gen *generation
 	err error
 }
 
@@ -53,13 +27,6 @@ type setupReply struct {
 type endReq struct {
 	gen   int64
 	reply chan struct{}
-}
-
-// genHandle is what the consumer group's goroutines know of a generation.
-type genHandle struct {
-	id    int64
-	ctx   context.Context
-	gates map[tp]*gate // read-only after setup
 }
 
 // gate holds a paused partition's records in its claim goroutine, so they
@@ -82,18 +49,19 @@ func (g *gate) set(closed bool) {
 	}
 }
 
-var errStopping = errors.New("proxy: shutting down")
+var errStopping = errors.New("shutting down")
 
 // handler adapts sarama's ConsumerGroupHandler to the loop. Its methods run
-// on sarama's goroutines and only talk to the loop over channels.
+// on sarama's goroutines and only talk to the loop over channels; of a
+// generation they read only id, ctx and gates, which never change.
 type handler struct {
 	p   *Pipeline
-	gen atomic.Pointer[genHandle]
+	gen atomic.Pointer[generation]
 }
 
 func (h *handler) Setup(s sarama.ConsumerGroupSession) error {
 	reply := make(chan setupReply, 1)
-	h.p.events <- setupReq{session: s, reply: reply}
+	h.p.setups <- setupReq{session: s, reply: reply}
 	r := <-reply
 	if r.err != nil {
 		return r.err
@@ -108,7 +76,7 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 		return nil
 	}
 	reply := make(chan struct{})
-	h.p.events <- endReq{gen: g.id, reply: reply}
+	h.p.ends <- endReq{gen: g.id, reply: reply}
 	<-reply
 	return nil
 }
@@ -121,7 +89,7 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // effect, and goes to the loop, in order, once the gate opens.
 func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g := h.gen.Load()
-	gate := g.gates[tp{claim.Topic(), claim.Partition()}]
+	gate := g.gates[align.TP{Topic: claim.Topic(), Partition: claim.Partition()}]
 	if gate == nil {
 		gate = newGate() // a claim outside the generation's partitions: never closed
 	}
@@ -161,143 +129,155 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 	}
 }
 
-// event handles a session request or a lag report on the loop.
-func (p *Pipeline) event(ev any) {
-	switch ev := ev.(type) {
-	case setupReq:
-		if p.stopping.Load() {
-			ev.reply <- setupReply{err: errStopping}
-			return
-		}
-		g, err := p.setup(ev.session)
-		if err != nil {
-			p.log.Warn("cannot start the consumer session; retrying", "err", err)
-			ev.reply <- setupReply{err: err}
-			return
-		}
-		ev.reply <- setupReply{gen: &genHandle{id: g.id, ctx: g.ctx, gates: g.gates}}
-	case endReq:
-		if p.gen != nil && p.gen.id == ev.gen {
-			p.log.Info("partitions revoked; open phases will be read again by their next owner", "generation", ev.gen)
-			p.gen.cancel()
-			p.gen = nil
-		}
-		close(ev.reply)
-	case lagReport:
-		p.lag(ev)
-	}
-}
-
 // setup builds the generation of a new session from the committed offsets
 // (and their metadata) of its claims.
-func (p *Pipeline) setup(s sarama.ConsumerGroupSession) (*generation, error) {
-	claims := s.Claims()
+func (p *Pipeline) setup(r setupReq) {
+	if p.stopping.Load() {
+		r.reply <- setupReply{err: errStopping}
+		return
+	}
+	g, err := p.newGeneration(r.session)
+	if err != nil {
+		p.log.Warn("cannot start the consumer session; retrying", "err", err)
+	}
+	r.reply <- setupReply{gen: g, err: err}
+}
+
+func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, error) {
+	claims := cs.Claims()
 	if err := p.checkClaims(claims); err != nil {
 		return nil, err
 	}
-	fetched, err := p.deps.Admin.ListConsumerGroupOffsets(p.cfg.GroupID, claims)
-	if err != nil {
-		return nil, fmt.Errorf("fetch committed offsets: %w", err)
-	}
-	var parts []*partState
-	var global uint64
-	metas := map[tp]commitMeta{}
-	for topic, ids := range claims {
-		for _, id := range ids {
-			k := tp{topic, id}
-			off, meta := int64(-1), ""
-			if b := fetched.GetBlock(topic, id); b != nil {
-				off, meta = b.Offset, b.Metadata
-			}
-			if mem, ok := p.committed[k]; ok && mem.offset >= off {
-				off, meta = mem.offset, mem.meta
-			}
-			if off < 0 {
-				if off, err = p.deps.Client.GetOffset(topic, id, sarama.OffsetOldest); err != nil {
-					return nil, fmt.Errorf("earliest offset of %s/%d: %w", topic, id, err)
-				}
-				meta = ""
-			}
-			cm, err := parseCommitMeta(meta)
-			if err != nil {
-				if meta != "" {
-					p.log.Warn("committed offset carries no phasegate metadata; this partition starts without replay protection",
-						"topic", topic, "partition", id, "offset", off, "err", err)
-				}
-				cm = commitMeta{consumed: off}
-			}
-			global = max(global, cm.global)
-			metas[k] = cm
-			s.MarkOffset(topic, id, off, meta)
-			parts = append(parts, &partState{
-				tp: k, key: dedupe.PartitionKey{Topic: topic, Partition: id},
-				next: off, replayBelow: cm.consumed, resolvedBelow: cm.global,
-				counts: map[uint64]int64{},
-			})
-		}
-	}
-	sort.Slice(parts, func(i, j int) bool {
-		if parts[i].topic != parts[j].topic {
-			return parts[i].topic < parts[j].topic
-		}
-		return parts[i].partition < parts[j].partition
-	})
-
-	tracker, err := watermarks.New(p.cfg.Watermarks, global)
+	starts, err := p.starts(claims)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := dedupe.New(p.cfg.Dedupe)
+	s, err := align.New[*sarama.ConsumerMessage](p.alignConfig(), starts)
 	if err != nil {
 		return nil, err
+	}
+	for _, k := range s.Foreign() {
+		p.log.Warn("committed offset carries no phasegate metadata; this partition starts without replay protection",
+			"topic", k.Topic, "partition", k.Partition)
 	}
 	p.genSeq++
-	ctx, cancel := context.WithCancel(s.Context())
+	ctx, cancel := context.WithCancel(cs.Context())
 	g := &generation{
-		id: p.genSeq, ctx: ctx, cancel: cancel,
-		groupMeta: sarama.NewConsumerGroupMetadataFromSession(s, p.cfg.GroupID, nil),
-		tracker:   tracker, dedupe: cache, markers: dedupe.NewMarkers(),
-		buf: newBuffer(), parts: map[tp]*partState{}, gates: map[tp]*gate{},
+		id: p.genSeq, ctx: ctx, cancel: cancel, s: s, gates: map[align.TP]*gate{},
+		groupMeta: sarama.NewConsumerGroupMetadataFromSession(cs, p.cfg.GroupID, nil),
 	}
-	assigned := make([]tp, 0, len(parts))
-	for _, ps := range parts {
-		ps.p = tracker.Add(ps.topic, ps.partition)
-		if cm := metas[ps.tp]; cm.hasMarker {
-			g.markers.Restore(ps.key, cm.marker)
-			tracker.Marker(ps.p, cm.marker)
-		}
-		g.parts[ps.tp] = ps
-		g.gates[ps.tp] = newGate()
-		g.byP = append(g.byP, ps)
-		assigned = append(assigned, ps.tp)
-		p.initPartitionMetrics(ps)
+	for _, st := range starts {
+		// The claim starts here: what this process committed last may be
+		// newer than what the group's offset fetch returned.
+		cs.MarkOffset(st.Topic, st.Partition, st.Offset, st.Metadata)
+	}
+	assigned := s.Partitions()
+	for _, k := range assigned {
+		g.gates[k] = newGate()
+		p.metrics.initPartition(k)
 	}
 	p.deps.Group.ResumeAll()
 	p.assigned.Store(&assigned)
 	p.gen = g
 	p.metrics.rebalances.Inc()
-	p.log.Info("partitions assigned", "generation", s.GenerationID(), "member", s.MemberID(),
-		"partitions", len(parts), "global_watermark", global)
+	p.log.Info("partitions assigned", "generation", cs.GenerationID(), "member", cs.MemberID(),
+		"partitions", len(assigned), "global_watermark", s.Global())
 	return g, nil
 }
 
-func (p *Pipeline) initPartitionMetrics(ps *partState) {
-	part := strconv.Itoa(int(ps.partition))
-	ps.recordsIn = p.metrics.recordsIn.WithLabelValues(ps.topic)
-	p.metrics.watermarkLag.WithLabelValues(ps.topic, part)
-	p.metrics.consumerLag.WithLabelValues(ps.topic, part)
-	p.metrics.idle.WithLabelValues(ps.topic, part)
-	p.metrics.pausedSeconds.WithLabelValues(ps.topic, part)
-	p.metrics.paused.WithLabelValues(ps.topic, part, pauseReasonBuffer)
+// starts reads where each claimed partition starts: the committed offset
+// and metadata (or what this process committed last, when newer), else the
+// earliest offset.
+func (p *Pipeline) starts(claims map[string][]int32) ([]align.Start, error) {
+	fetched, err := p.deps.Admin.ListConsumerGroupOffsets(p.cfg.GroupID, claims)
+	if err != nil {
+		return nil, fmt.Errorf("fetch committed offsets: %w", err)
+	}
+	var starts []align.Start
+	for topic, ids := range claims {
+		for _, id := range ids {
+			st := align.Start{TP: align.TP{Topic: topic, Partition: id}, Offset: -1}
+			if b := fetched.GetBlock(topic, id); b != nil {
+				st.Offset, st.Metadata = b.Offset, b.Metadata
+			}
+			if mem, ok := p.committed[st.TP]; ok && mem.Offset >= st.Offset {
+				st = mem
+			}
+			if st.Offset < 0 {
+				if st.Offset, err = p.deps.Client.GetOffset(topic, id, sarama.OffsetOldest); err != nil {
+					return nil, fmt.Errorf("earliest offset of %s/%d: %w", topic, id, err)
+				}
+				st.Metadata = ""
+			}
+			starts = append(starts, st)
+		}
+	}
+	return starts, nil
 }
 
-// rewind drops the generation after a failed transaction: the session ends,
-// and the next one starts from the committed offsets.
-func (p *Pipeline) rewind(err error) {
-	p.metrics.rewinds.Inc()
-	p.log.Warn("transaction not committed; rewinding to the committed offsets and rebuilding the open phases", "err", err)
-	p.gen.cancel()
-	p.gen = nil
+func (p *Pipeline) alignConfig() align.Config {
+	return align.Config{
+		InputTopics: p.cfg.InputTopics, OutputPartitions: p.outParts, QuarantinePartitions: p.quarParts,
+		Emitter: p.cfg.TransactionalID, Routing: p.cfg.Routing, Watermarks: p.cfg.Watermarks,
+		Dedupe: p.cfg.Dedupe, QuarantineDelay: p.cfg.QuarantineDelay,
+	}
+}
+
+// end drops the generation of a session that ended.
+func (p *Pipeline) end(r endReq) {
+	if p.gen != nil && p.gen.id == r.gen {
+		p.log.Info("partitions revoked; open phases will be read again by their next owner", "generation", r.gen)
+		p.dropGeneration()
+	}
+	close(r.reply)
+}
+
+// handle hands one record to the session and turns its outcome into
+// metrics and logs.
+func (p *Pipeline) handle(d delivery) {
+	g := p.gen
+	if g == nil || d.gen != g.id {
+		return // a record of a session that has ended
+	}
+	msg := d.msg
+	r := align.Record[*sarama.ConsumerMessage]{
+		Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, TimestampMs: msg.Timestamp.UnixMilli(),
+		Key: msg.Key, Value: msg.Value, Size: len(msg.Key) + len(msg.Value), Msg: msg,
+	}
+	for _, h := range msg.Headers {
+		r.Size += len(h.Key) + len(h.Value)
+		if r.MetaErr == nil {
+			r.MetaErr = r.Meta.Observe(h.Key, h.Value)
+		}
+	}
+	if r.MetaErr == nil {
+		r.MetaErr = r.Meta.Check()
+	}
+	out := g.s.Handle(r)
+	if out.Kind == align.Ignored {
+		return
+	}
+	if !out.Replay {
+		p.metrics.recordsIn.WithLabelValues(msg.Topic).Inc()
+	}
+	if out.DedupeFull {
+		p.metrics.dedupeFull.Inc()
+		if p.limiter.allow("dedupe-full", p.now()) {
+			p.log.Warn("dedupe cache over PHASEGATE_DEDUPE_IDS with only open phases left: partitions ahead of the global watermark are paused until phases seal; raise PHASEGATE_DEDUPE_IDS or lower PHASEGATE_MAX_BUFFER_BYTES")
+		}
+	}
+	if out.Kind == align.Quarantined && p.limiter.allow(string(out.Reason)+"/"+msg.Topic, p.now()) {
+		p.log.Warn("record quarantined", "reason", out.Reason, "topic", msg.Topic, "partition", msg.Partition,
+			"offset", msg.Offset, "why", out.Why, "todo", reasonAdvice[out.Reason])
+	}
+}
+
+// reasonAdvice tells the operator what to do about each quarantine reason.
+var reasonAdvice = map[markers.Reason]string{
+	markers.ReasonLate:          "records arrive after their phase was sealed: raise PHASEGATE_MAX_OUT_OF_ORDERNESS or PHASEGATE_IDLE_TIMEOUT, or check the producer's clock",
+	markers.ReasonMalformed:     "fix the producer: phase headers are 1-20 decimal digits, markers need a JSON value with v, phase and partition",
+	markers.ReasonStaleMarker:   "the producer sent a marker for a phase below one it already marked on this partition",
+	markers.ReasonCountMismatch: "the producer's marker count differs from the records read: records were lost or duplicated upstream",
 }
 
 // checkClaims accepts all partitions of every input topic (the owner) or none

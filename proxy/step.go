@@ -1,77 +1,72 @@
 package proxy
 
 import (
-	"strconv"
+	"fmt"
 
-	"github.com/phasegate/phasegate/watermarks"
+	"github.com/phasegate/phasegate/align"
 )
 
-// pauseReasonBuffer is the tracker's reason for pausing a partition that
-// runs too far ahead while the buffer is filling.
-const pauseReasonBuffer = watermarks.ReasonBuffer
-
-// quarantineBatch commits quarantined records without waiting for a seal
-// once this many are queued.
-const quarantineBatch = 1000
-
-// step runs after each batch of records and on every tick: seal what can be
-// sealed, commit, apply pause decisions, publish the status.
+// step runs after each batch of records and on every tick: the session
+// decides (seals, pauses, idleness); the pipeline commits the Batch,
+// applies the pauses to the consumers and turns each transition into its
+// metric and log line, then publishes the status.
 func (p *Pipeline) step() error {
 	g := p.gen
 	if g == nil {
 		p.publish(nil)
 		return nil
 	}
-	p.peakBuffered = max(p.peakBuffered, g.tracker.BufferedBytes())
-	seals := g.tracker.Advance()
-	for _, s := range seals {
-		g.dedupe.Seal(s.Phase)
-	}
-	if len(seals) > 0 || p.quarantineDue(g) {
-		if err := p.commit(g, seals); err != nil {
+	p.peakBuffered = max(p.peakBuffered, g.s.BufferedBytes())
+	st := g.s.Step()
+	if st.Batch != nil {
+		if err := p.commit(g, st.Batch); err != nil {
 			return err
 		}
-		if p.gen == nil {
+		if p.gen == nil { // rewound
 			p.publish(nil)
 			return nil
 		}
 	}
-	p.applyActions(g)
+	p.apply(g, st.Actions)
+	for _, c := range st.Idle {
+		p.metrics.idle.WithLabelValues(c.Topic, partLabel(c.Partition)).Set(b2f(c.Idle))
+		if c.Idle {
+			p.log.Info("partition idle: no record for PHASEGATE_IDLE_TIMEOUT and no lag; phases seal without it (sealed_by idle), and a record of a sealed phase arriving later goes to the quarantine",
+				"topic", c.Topic, "partition", c.Partition, "watermark_phase", c.Watermark)
+		} else {
+			p.log.Info("partition live again", "topic", c.Topic, "partition", c.Partition)
+		}
+	}
+	if st.Timeouts > 0 {
+		p.sealTimedOut(g, st.Timeouts)
+	}
 	p.publish(g)
 	return nil
 }
 
-// quarantineDue reports whether queued quarantine records should be
-// committed now even though no phase sealed.
-func (p *Pipeline) quarantineDue(g *generation) bool {
-	return len(g.quar) >= quarantineBatch ||
-		len(g.quar) > 0 && p.now().Sub(g.quarSince) >= p.cfg.QuarantineDelay
-}
-
-// applyActions hands the tracker's pause decisions to the consumer.
-func (p *Pipeline) applyActions(g *generation) {
-	acts := g.tracker.Actions()
+// apply hands the session's pause decisions to the claims' gates and the
+// consumer group.
+func (p *Pipeline) apply(g *generation, acts []align.Action) {
 	if len(acts) == 0 {
 		return
 	}
 	pause, resume := map[string][]int32{}, map[string][]int32{}
 	for _, a := range acts {
-		ps := g.byP[a.P]
-		part := strconv.Itoa(int(ps.partition))
-		ps.paused = a.Pause
-		g.gates[ps.tp].set(a.Pause)
+		part := partLabel(a.Partition)
+		g.gates[a.TP].set(a.Pause)
 		if a.Pause {
-			pause[ps.topic] = append(pause[ps.topic], ps.partition)
+			pause[a.Topic] = append(pause[a.Topic], a.Partition)
 			for _, r := range a.Reasons {
-				p.metrics.paused.WithLabelValues(ps.topic, part, r).Set(1)
+				p.metrics.paused.WithLabelValues(a.Topic, part, r).Set(1)
 			}
-			p.log.Info("partition paused: it runs ahead of the global watermark while the buffer is over half of PHASEGATE_MAX_BUFFER_BYTES; it resumes when the slowest partition catches up",
-				"topic", ps.topic, "partition", ps.partition, "reasons", a.Reasons)
+			p.log.Info("partition paused: it runs ahead of the global watermark while the buffer (or the dedupe cache) is over half its bound; it resumes when the slowest partition catches up",
+				"topic", a.Topic, "partition", a.Partition, "reasons", a.Reasons)
 		} else {
-			resume[ps.topic] = append(resume[ps.topic], ps.partition)
-			p.metrics.paused.DeletePartialMatch(map[string]string{"topic": ps.topic, "partition": part})
-			p.metrics.paused.WithLabelValues(ps.topic, part, pauseReasonBuffer)
-			p.log.Info("partition resumed", "topic", ps.topic, "partition", ps.partition)
+			resume[a.Topic] = append(resume[a.Topic], a.Partition)
+			p.metrics.paused.DeletePartialMatch(map[string]string{"topic": a.Topic, "partition": part})
+			p.metrics.initPaused(a.TP)
+			p.metrics.pausedSeconds.WithLabelValues(a.Topic, part).Add(a.Paused.Seconds())
+			p.log.Info("partition resumed", "topic", a.Topic, "partition", a.Partition, "paused_for", a.Paused)
 		}
 	}
 	if len(pause) > 0 {
@@ -80,4 +75,25 @@ func (p *Pipeline) applyActions(g *generation) {
 	if len(resume) > 0 {
 		p.deps.Group.Resume(resume)
 	}
+}
+
+// sealTimedOut counts phases that outlived the seal timeout and says which
+// partition holds them.
+func (p *Pipeline) sealTimedOut(g *generation, n int64) {
+	p.metrics.sealTimeouts.Add(float64(n))
+	v := g.s.View()
+	var held []string
+	for _, i := range align.Holders(v.Partitions) {
+		h := v.Partitions[i]
+		held = append(held, fmt.Sprintf("%s/%d (lag %d)", h.Topic, h.Partition, h.Lag))
+	}
+	args := []any{"seal_timeout", v.SealTimeout, "policy", p.cfg.Watermarks.SealPolicy, "held_by", held}
+	p.log.Warn("a phase stayed open longer than the seal timeout: the partition holding the global watermark has not passed it; check that partition's producer, or set PHASEGATE_SEAL_POLICY=seal to seal such phases anyway (sealed_by timeout)", args...)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -16,6 +16,9 @@ type Action struct {
 	P       P
 	Pause   bool
 	Reasons []string
+	// PausedFor is P's cumulative effective pause time before this change:
+	// on a resume it includes the pause that just ended.
+	PausedFor time.Duration
 }
 
 // Pause records an external pause request (e.g. "operator", "rebalance").
@@ -51,7 +54,7 @@ func (t *Tracker) Actions() []Action {
 		ps.isDirty = false
 		if ps.paused != ps.reported {
 			ps.reported = ps.paused
-			out = append(out, Action{P: p, Pause: ps.paused, Reasons: ps.reasonList()})
+			out = append(out, Action{P: p, Pause: ps.paused, Reasons: ps.reasonList(), PausedFor: ps.pausedFor})
 		}
 	}
 	t.dirty = t.dirty[:0]

@@ -35,6 +35,15 @@ const StragglingCV = 0.6
 // Straggling reports whether one branch was much slower than the others.
 func (s Straggler) Straggling() bool { return s.CV > StragglingCV }
 
+// SlowestPartition returns the entry of Slowest, the partition that took
+// longest to pass the phase; false when there are no partitions.
+func (s Straggler) SlowestPartition() (PartitionDuration, bool) {
+	if int(s.Slowest) >= len(s.PerPartition) {
+		return PartitionDuration{}, false
+	}
+	return s.PerPartition[s.Slowest], true
+}
+
 func (t *Tracker) straggler(ph *phase, sealed time.Time) Straggler {
 	st := Straggler{
 		PerPartition: make([]PartitionDuration, len(t.parts)),

@@ -130,6 +130,14 @@ func (t *Tracker) Len() int { return len(t.parts) }
 // Low returns the lowest phase p has not passed. It never decreases.
 func (t *Tracker) Low(p P) uint64 { return t.parts[p].low }
 
+// Idle reports whether p was idle as of the last Advance (activity clears
+// it at once).
+func (t *Tracker) Idle(p P) bool { return t.parts[p].idle }
+
+// Timeouts returns how many phases outlived the seal timeout (each counted
+// once), as Snapshot().Timeouts.
+func (t *Tracker) Timeouts() int64 { return t.timeouts }
+
 // BufferedBytes returns the bytes of records in open phases: what the
 // backpressure bound applies to.
 func (t *Tracker) BufferedBytes() int64 { return t.bufBytes }

@@ -1,4 +1,4 @@
-package proxy
+package align
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ const commitMetaPrefix = "pg1;"
 
 // errForeignMeta means the committed offset's metadata was not written by
 // this version of phasegate.
-var errForeignMeta = errors.New("proxy: offset metadata not written by phasegate v1")
+var errForeignMeta = errors.New("align: offset metadata not written by phasegate v1")
 
 func (m commitMeta) String() string {
 	marker := "-"
@@ -55,7 +55,7 @@ func parseCommitMeta(s string) (commitMeta, error) {
 	for _, field := range strings.Split(rest, ";") {
 		k, v, ok := strings.Cut(field, "=")
 		if !ok {
-			return commitMeta{}, fmt.Errorf("proxy: offset metadata %q: field %q has no '='", s, field)
+			return commitMeta{}, fmt.Errorf("align: offset metadata %q: field %q has no '='", s, field)
 		}
 		var err error
 		switch k {
@@ -72,12 +72,12 @@ func parseCommitMeta(s string) (commitMeta, error) {
 			continue // later versions may add fields
 		}
 		if err != nil {
-			return commitMeta{}, fmt.Errorf("proxy: offset metadata %q: field %s: %w", s, k, err)
+			return commitMeta{}, fmt.Errorf("align: offset metadata %q: field %s: %w", s, k, err)
 		}
 		seen++
 	}
 	if seen != 3 {
-		return commitMeta{}, fmt.Errorf("proxy: offset metadata %q: want fields g, h and m", s)
+		return commitMeta{}, fmt.Errorf("align: offset metadata %q: want fields g, h and m", s)
 	}
 	return m, nil
 }

@@ -1,23 +1,15 @@
-package proxy
+package align
 
 import (
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/watermarks"
 )
 
-// tp names an input partition.
-type tp struct {
-	topic     string
-	partition int32
-}
-
-// partState is the pipeline's view of one claimed input partition.
-type partState struct {
-	tp
+// part is the session's view of one input partition.
+type part struct {
+	TP
 	p   watermarks.P
 	key dedupe.PartitionKey
 	// next is the next offset to consume: the consumed position.
@@ -31,15 +23,12 @@ type partState struct {
 	// counts holds, per phase, the data records read from this partition
 	// (proven duplicates not counted), to check an input marker's count.
 	counts map[uint64]int64
-	// lag measurement (see lag.go)
-	lag lagState
-	// paused mirrors the tracker's effective pause decision, as applied.
+	lag    lagState
+	// paused mirrors the tracker's effective pause state, as last reported.
 	paused bool
-	// idle is the idleness last logged.
+	// idle is the idleness last reported by Step.
 	idle bool
-	// recordsIn is the topic's records-in counter, looked up once.
-	recordsIn prometheus.Counter
-	// pausedSeen is the paused time already added to the metric.
+	// pausedSeen is the pause time already reported in Actions.
 	pausedSeen time.Duration
 }
 
@@ -48,7 +37,7 @@ type partState struct {
 const maxCountedPhases = 256
 
 // count records one data record of phase.
-func (ps *partState) count(phase uint64) {
+func (ps *part) count(phase uint64) {
 	ps.counts[phase]++
 	if len(ps.counts) <= maxCountedPhases {
 		return
@@ -62,7 +51,7 @@ func (ps *partState) count(phase uint64) {
 
 // settle forgets the counts of phases up to and including phase, after its
 // marker was checked.
-func (ps *partState) settle(phase uint64) {
+func (ps *part) settle(phase uint64) {
 	for ph := range ps.counts {
 		if ph <= phase {
 			delete(ps.counts, ph)

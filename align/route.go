@@ -1,4 +1,4 @@
-package proxy
+package align
 
 // Routing picks the output partition of a data record (MARKERS.md section 4).
 type Routing int

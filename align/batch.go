@@ -1,0 +1,135 @@
+package align
+
+import (
+	"github.com/phasegate/phasegate/markers"
+)
+
+// Batch is one transaction: Writes in order, then Offsets committed with
+// the consumer group's metadata. The caller writes it whole or not at all.
+type Batch[M any] struct {
+	// Seals are the phases the Batch writes, ascending.
+	Seals []Sealed
+	// Writes are the records, in the order they must be written: per phase
+	// its data, then one marker per output partition; then the quarantined
+	// records.
+	Writes []Write[M]
+	// Offsets are every partition's next offset to consume after the
+	// transaction, with the metadata a restart resumes from.
+	Offsets []Offset
+	// Counts of what the Batch holds, for metrics.
+	Records, Markers int
+	Quarantined      map[markers.Reason]int
+	// Duplicates are the proven duplicates found since the last Batch;
+	// they count once this Batch commits their offsets.
+	Duplicates Duplicates
+	// quarantined is how many queued quarantine records the Batch took.
+	quarantined int
+}
+
+// Duplicates counts proven duplicates: retried records and repeated input
+// markers.
+type Duplicates struct{ Records, Markers int }
+
+// WriteKind says what a Write is.
+type WriteKind int
+
+const (
+	// Data is an input record republished on the output topic.
+	Data WriteKind = iota
+	// MarkerWrite is an output marker.
+	MarkerWrite
+	// Quarantine is an input record written to the quarantine topic.
+	Quarantine
+)
+
+// Write is one record of a Batch.
+type Write[M any] struct {
+	Kind WriteKind
+	// Partition is the output partition (Data, MarkerWrite) or the
+	// quarantine partition (Quarantine).
+	Partition int32
+	// Msg is the input record (Data, Quarantine).
+	Msg M
+	// Phase is the phasegate.phase header value (Data, MarkerWrite),
+	// shared by every write of the phase.
+	Phase []byte
+	// Value is the marker's JSON (MarkerWrite); its timestamp is Seal.Sealed.
+	Value []byte
+	Seal  *Sealed // MarkerWrite: the phase it seals
+	// Reason is the quarantine reason (Quarantine).
+	Reason markers.Reason
+}
+
+// Offset is a partition's offset to commit and its metadata.
+type Offset struct {
+	TP
+	Offset   int64
+	Metadata string
+}
+
+// build takes every sealed phase and the queued quarantine records into a
+// Batch.
+func (s *Session[M]) build() *Batch[M] {
+	b := &Batch[M]{Seals: make([]Sealed, len(s.sealed)), Quarantined: map[markers.Reason]int{},
+		Duplicates: s.dups, quarantined: len(s.quar)}
+	s.dups = Duplicates{}
+	n := len(s.quar) + len(s.sealed)*int(s.cfg.OutputPartitions)
+	for _, seal := range s.sealed {
+		if ph := s.phases[seal.Phase]; ph != nil {
+			n += len(ph.items)
+		}
+	}
+	b.Writes = make([]Write[M], 0, n)
+	skip := make(map[uint64]bool, len(s.sealed))
+	for i, seal := range s.sealed {
+		skip[seal.Phase] = true
+		b.Seals[i] = Sealed{Seal: seal, PerTopic: make(map[string]int, len(s.cfg.InputTopics))}
+		s.appendPhase(b, &b.Seals[i])
+	}
+	for _, q := range s.quar {
+		b.Writes = append(b.Writes, Write[M]{Kind: Quarantine, Partition: q.partition, Msg: q.msg, Reason: q.reason})
+		b.Quarantined[q.reason]++
+	}
+	global := s.tracker.Global()
+	b.Offsets = make([]Offset, len(s.byP))
+	for i, ps := range s.byP {
+		cm := commitMeta{global: global, consumed: ps.next}
+		cm.marker, cm.hasMarker = s.markers.Last(ps.key)
+		b.Offsets[i] = Offset{TP: ps.TP, Offset: s.commitOffset(ps, skip), Metadata: cm.String()}
+	}
+	return b
+}
+
+// appendPhase appends a sealed phase's data records, then one marker on
+// every output partition (MARKERS.md 3.2).
+func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
+	ph := s.phases[sl.Phase]
+	outs := s.cfg.OutputPartitions
+	counts := make([]int64, outs)
+	sources := make([]map[string]int64, outs)
+	for q := range sources {
+		sources[q] = make(map[string]int64, len(s.cfg.InputTopics))
+		for _, t := range s.cfg.InputTopics {
+			sources[q][t] = 0
+		}
+	}
+	hdr := markers.AppendPhase(nil, sl.Phase)
+	if ph != nil {
+		for _, it := range ph.items {
+			topic := s.byP[it.p].Topic
+			counts[it.out]++
+			sources[it.out][topic]++
+			sl.PerTopic[topic]++
+			b.Writes = append(b.Writes, Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Phase: hdr})
+		}
+		b.Records += len(ph.items)
+	}
+	for q := range outs {
+		m := markers.Marker{
+			Phase: sl.Phase, Partition: q, Count: counts[q], HasCount: true, Sources: sources[q],
+			WatermarkMs: sl.WatermarkMs, SealedBy: markers.SealedBy(sl.By.String()), Emitter: s.cfg.Emitter,
+		}
+		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: q, Phase: hdr, Value: m.AppendOutput(nil), Seal: sl})
+	}
+	b.Markers += int(outs)
+}

@@ -1,0 +1,52 @@
+// Package align is the alignment state of one consumer group session: what
+// phasegate decides for every input record, when a phase seals, what one
+// transaction writes, and which partitions to pause. It holds no Kafka
+// client, starts no goroutine and reads time only through its injected
+// clock, so the whole phase life (records, markers, duplicates, late, idle,
+// pause, seal, commit, rewind) is tested without a broker.
+//
+// The caller (proxy, the Kafka side) owns one Session per session of the
+// consumer group and makes every call from one goroutine:
+//
+//	s, _ := align.New[M](cfg, starts)  // from the committed offsets
+//	out := s.Handle(rec)               // per record: an Outcome
+//	st := s.Step()                     // after a batch of records, on a tick
+//	// st.Batch: write it in ONE transaction, then s.Committed(st.Batch);
+//	// if the transaction fails, drop s and build a new Session (rewind).
+//	// st.Actions: pause or resume those partitions.
+//
+// M is the caller's message type (a *sarama.ConsumerMessage): align never
+// looks into it, it only carries it from Handle to the Batch, so the
+// caller can copy the record's headers when it writes it.
+//
+// Invariants:
+//
+//   - Every record handed to Handle ends in exactly one of: buffered in its
+//     open phase (and later in exactly one Batch as a data write), a
+//     quarantine write with a reason, a proven duplicate (counted in the
+//     Batch that commits its offset), or resolved before this session (a
+//     record read again below the committed position whose fate a committed
+//     transaction decided).
+//   - A Batch writes each sealed phase's data, then one marker on EVERY
+//     output partition (MARKERS.md 3.2), phase by phase in ascending order,
+//     then the quarantined records, then the input offsets. The committed
+//     offset of a partition never passes a record still buffered in a phase
+//     that is not in the Batch; its metadata (commitMeta) carries the global
+//     watermark, the consumed position and the last input marker, so a
+//     sealed phase never reopens after a restart and records read again are
+//     not resolved twice.
+//   - At most one Batch is in flight: Step builds none until Committed is
+//     called for the previous one. A failed transaction is never repaired
+//     in place: the caller drops the Session and rebuilds one from the
+//     committed offsets (one way to rebuild state).
+//   - Backpressure: the tracker pauses partitions running ahead of the
+//     global watermark while the buffer is over half of its bound, and this
+//     package adds the reason "dedupe" while the dedupe cache is over its
+//     identity bound with only open phases left (dedupe's contract); the
+//     partition holding the global watermark is never paused.
+//   - Status is a pure function of the state: building it changes nothing.
+//     Transitions (idle, live, paused, resumed, seal timeouts) are reported
+//     by Step, once each, where they happen.
+//   - Handle is the per-record path: it does not allocate in steady state
+//     (BenchmarkHandle).
+package align

@@ -1,0 +1,170 @@
+package align
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// Config is what a Session needs. proxy fills it from its own Config and
+// the topics' partition counts.
+type Config struct {
+	InputTopics []string
+	// OutputPartitions and QuarantinePartitions are the partition counts of
+	// the output and quarantine topics; both > 0.
+	OutputPartitions     int32
+	QuarantinePartitions int32
+	// Emitter is written into every output marker (the transactional ID).
+	Emitter    string
+	Routing    Routing
+	Watermarks watermarks.Config // its Now is the Session's clock too
+	Dedupe     dedupe.Config
+	// QuarantineDelay bounds how long a quarantined record waits for a
+	// seal before Step commits it in a transaction of its own.
+	QuarantineDelay time.Duration
+}
+
+// Validate checks what the watermarks and dedupe configurations do not.
+func (c Config) Validate() error {
+	switch {
+	case len(c.InputTopics) == 0:
+		return errors.New("align: no input topics")
+	case c.OutputPartitions <= 0 || c.QuarantinePartitions <= 0:
+		return fmt.Errorf("align: output and quarantine topics need partitions (have %d and %d)", c.OutputPartitions, c.QuarantinePartitions)
+	case c.QuarantineDelay <= 0:
+		return errors.New("align: QuarantineDelay must be positive")
+	case c.Watermarks.Now == nil:
+		return errors.New("align: Watermarks.Now (the clock) is required")
+	}
+	if err := c.Watermarks.Validate(); err != nil {
+		return err
+	}
+	return c.Dedupe.Validate()
+}
+
+// TP names an input partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+func (k TP) String() string { return fmt.Sprintf("%s/%d", k.Topic, k.Partition) }
+
+// Start is where a partition starts in a new session: the committed offset
+// (or the earliest, when nothing was committed) and its metadata.
+type Start struct {
+	TP
+	Offset   int64
+	Metadata string
+}
+
+// ReasonDedupe is the pause reason while the dedupe cache is over its
+// identity bound with only open phases left.
+const ReasonDedupe = "dedupe"
+
+// Session is the alignment state of one consumer group session. It is not
+// safe for concurrent use: one goroutine makes every call.
+type Session[M any] struct {
+	cfg     Config
+	now     func() time.Time
+	tracker *watermarks.Tracker
+	dedupe  *dedupe.Cache
+	markers *dedupe.Markers
+	parts   map[TP]*part
+	byP     []*part // by tracker handle
+	phases  map[uint64]*phase[M]
+	quar    []quarantined[M]
+	// quarSince is when the oldest queued quarantine record was queued.
+	quarSince time.Time
+	dups      Duplicates // proven since the last Batch was built
+	// sealed are phases Advance sealed that no Batch has taken yet.
+	sealed   []watermarks.Seal
+	inflight *Batch[M]
+	// dedupeFull is true while the "dedupe" pause is requested.
+	dedupeFull   bool
+	timeoutsSeen int64
+	foreign      []TP
+	idbuf        []byte
+}
+
+// New starts a session over the partitions in starts. A partition whose
+// metadata was not written by phasegate starts without replay protection;
+// Foreign lists them.
+func New[M any](cfg Config, starts []Start) (*Session[M], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	starts = slices.Clone(starts)
+	slices.SortFunc(starts, func(a, b Start) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	metas := make([]commitMeta, len(starts))
+	var global uint64
+	var foreign []TP
+	for i, st := range starts {
+		cm, err := parseCommitMeta(st.Metadata)
+		if err != nil {
+			if st.Metadata != "" {
+				foreign = append(foreign, st.TP)
+			}
+			cm = commitMeta{consumed: st.Offset}
+		}
+		metas[i] = cm
+		global = max(global, cm.global)
+	}
+	tracker, err := watermarks.New(cfg.Watermarks, global)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := dedupe.New(cfg.Dedupe)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session[M]{
+		cfg: cfg, now: cfg.Watermarks.Now, tracker: tracker, dedupe: cache, markers: dedupe.NewMarkers(),
+		parts: make(map[TP]*part, len(starts)), phases: map[uint64]*phase[M]{}, foreign: foreign,
+	}
+	for i, st := range starts {
+		cm := metas[i]
+		ps := &part{
+			TP: st.TP, key: dedupe.PartitionKey{Topic: st.Topic, Partition: st.Partition},
+			p: tracker.Add(st.Topic, st.Partition), next: st.Offset,
+			replayBelow: cm.consumed, resolvedBelow: cm.global, counts: map[uint64]int64{},
+		}
+		if cm.hasMarker {
+			s.markers.Restore(ps.key, cm.marker)
+			tracker.Marker(ps.p, cm.marker)
+		}
+		s.parts[st.TP] = ps
+		s.byP = append(s.byP, ps)
+	}
+	return s, nil
+}
+
+// Global returns the first unsealed phase.
+func (s *Session[M]) Global() uint64 { return s.tracker.Global() }
+
+// BufferedBytes returns the bytes buffered in open phases, as the bound
+// counts them.
+func (s *Session[M]) BufferedBytes() int64 { return s.tracker.BufferedBytes() }
+
+// Partitions returns the session's partitions, sorted by topic and number.
+func (s *Session[M]) Partitions() []TP {
+	out := make([]TP, len(s.byP))
+	for i, ps := range s.byP {
+		out[i] = ps.TP
+	}
+	return out
+}
+
+// Foreign lists the partitions whose committed metadata was not
+// phasegate's: they start without replay protection.
+func (s *Session[M]) Foreign() []TP { return s.foreign }

@@ -1,0 +1,119 @@
+package align
+
+import (
+	"time"
+
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// quarantineBatch commits quarantined records without waiting for a seal
+// once this many are queued.
+const quarantineBatch = 1000
+
+// Step is what one evaluation of the session decided.
+type Step[M any] struct {
+	// Batch is the next transaction to write, nil when nothing is due or
+	// a Batch is still in flight.
+	Batch *Batch[M]
+	// Actions are the partitions to pause or resume, in partition order.
+	Actions []Action
+	// Idle are the partitions that became idle or live again.
+	Idle []IdleChange
+	// Timeouts is how many phases newly outlived the seal timeout; Holders
+	// names the partitions then holding the global watermark back.
+	Timeouts int64
+}
+
+// Action is a change of a partition's pause state.
+type Action struct {
+	TP
+	Pause bool
+	// Reasons are the pause requests in force (watermarks.Action).
+	Reasons []string
+	// Paused is, on a resume, how long the pause that ended lasted.
+	Paused time.Duration
+}
+
+// IdleChange is a partition that became idle (Idle) or live again.
+type IdleChange struct {
+	TP
+	Idle      bool
+	Watermark uint64 // the partition's watermark phase
+}
+
+// Step evaluates idleness, the global watermark, the seal timeout and the
+// pause decisions, and builds the next Batch when a phase sealed or
+// quarantined records are due. The caller calls it after each batch of
+// records and on a ticker. It costs O(partitions) plus the Batch.
+func (s *Session[M]) Step() Step[M] {
+	var st Step[M]
+	for _, seal := range s.tracker.Advance() {
+		s.dedupe.Seal(seal.Phase)
+		s.sealed = append(s.sealed, seal)
+	}
+	if s.dedupeFull && !s.dedupe.Full() {
+		s.dedupeFull = false
+		for _, ps := range s.byP {
+			s.tracker.Resume(ps.p, ReasonDedupe)
+		}
+	}
+	if s.inflight == nil && (len(s.sealed) > 0 || s.quarantineDue()) {
+		st.Batch = s.build()
+		s.inflight = st.Batch
+	}
+	for _, a := range s.tracker.Actions() {
+		ps := s.byP[a.P]
+		ps.paused = a.Pause
+		act := Action{TP: ps.TP, Pause: a.Pause, Reasons: a.Reasons}
+		if !a.Pause {
+			act.Paused = a.PausedFor - ps.pausedSeen
+			ps.pausedSeen = a.PausedFor
+		}
+		st.Actions = append(st.Actions, act)
+	}
+	for _, ps := range s.byP {
+		if idle := s.tracker.Idle(ps.p); idle != ps.idle {
+			ps.idle = idle
+			st.Idle = append(st.Idle, IdleChange{TP: ps.TP, Idle: idle, Watermark: s.tracker.Low(ps.p)})
+		}
+	}
+	if n := s.tracker.Timeouts(); n > s.timeoutsSeen {
+		st.Timeouts = n - s.timeoutsSeen
+		s.timeoutsSeen = n
+	}
+	return st
+}
+
+// quarantineDue reports whether queued quarantine records should be
+// committed now even though no phase sealed.
+func (s *Session[M]) quarantineDue() bool {
+	return len(s.quar) >= quarantineBatch ||
+		len(s.quar) > 0 && s.now().Sub(s.quarSince) >= s.cfg.QuarantineDelay
+}
+
+// Committed records that b's transaction committed: its phases leave the
+// buffer, its quarantined records the queue, and the next Step may build
+// the next Batch. b must be the Batch the last Step returned.
+func (s *Session[M]) Committed(b *Batch[M]) {
+	if b != s.inflight {
+		panic("align: Committed called with a Batch that is not in flight")
+	}
+	s.inflight = nil
+	for _, seal := range b.Seals {
+		delete(s.phases, seal.Phase)
+	}
+	s.sealed = s.sealed[len(b.Seals):]
+	n := copy(s.quar, s.quar[b.quarantined:])
+	clear(s.quar[n:])
+	s.quar = s.quar[:n]
+	if len(s.quar) > 0 {
+		s.quarSince = s.now()
+	}
+}
+
+// Sealed is a phase in a Batch.
+type Sealed struct {
+	watermarks.Seal
+	// PerTopic counts its data records per input topic.
+	PerTopic map[string]int
+}
