@@ -79,6 +79,9 @@ func (s *Session[M]) Handle(r Record[M]) Outcome {
 	}
 	ps.next = r.Offset + 1
 	replay := r.Offset < ps.replayBelow
+	if ps.replaying && ps.next >= ps.replayBelow {
+		s.replayed(ps)
+	}
 	if r.MetaErr != nil {
 		return s.malformed(ps, r, replay, r.MetaErr)
 	}
@@ -162,6 +165,13 @@ func (s *Session[M]) malformed(ps *part, r Record[M], replay bool, err error) Ou
 		return Outcome{Kind: Resolved, Replay: true} // quarantined by a committed transaction
 	}
 	return s.quarantine(ps, r, markers.ReasonMalformed, err.Error())
+}
+
+// replayed ends ps's replay: it was read again up to the position of the
+// last committed transaction, or its log ends before.
+func (s *Session[M]) replayed(ps *part) {
+	ps.replaying = false
+	s.replaying--
 }
 
 // quarantined is a record on its way to the quarantine topic.

@@ -47,6 +47,9 @@ func (s *Session[M]) Lag(lso map[TP]int64, err error) map[TP]int64 {
 		}
 		lag := max(0, end-ps.next)
 		raw[k] = lag
+		if ps.replaying && lag == 0 {
+			s.replayed(ps) // the log ends before the old position (truncated)
+		}
 		st := &ps.lag
 		if st.lso != end || st.next != ps.next || ps.paused {
 			*st = lagState{lso: end, next: ps.next, since: now}

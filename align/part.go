@@ -20,6 +20,9 @@ type part struct {
 	// by a committed transaction before this session started.
 	replayBelow   int64
 	resolvedBelow uint64
+	// replaying is true until the partition has been read again up to
+	// replayBelow (or its log ends before): see Session.replaying.
+	replaying bool
 	// counts holds, per phase, the data records read from this partition
 	// (proven duplicates not counted), to check an input marker's count.
 	counts map[uint64]int64

@@ -88,8 +88,13 @@ type Session[M any] struct {
 	// dedupeFull is true while the "dedupe" pause is requested.
 	dedupeFull   bool
 	timeoutsSeen int64
-	foreign      []TP
-	idbuf        []byte
+	// replaying counts the partitions not yet read again up to the consumed
+	// position of the last committed transaction. No Batch is built while
+	// any is: its metadata would move that position back, and the records
+	// between would be resolved a second time after the next restart.
+	replaying int
+	foreign   []TP
+	idbuf     []byte
 }
 
 // New starts a session over the partitions in starts. A partition whose
@@ -138,6 +143,10 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 			TP: st.TP, key: dedupe.PartitionKey{Topic: st.Topic, Partition: st.Partition},
 			p: tracker.Add(st.Topic, st.Partition), next: st.Offset,
 			replayBelow: cm.consumed, resolvedBelow: cm.global, counts: map[uint64]int64{},
+			replaying: st.Offset < cm.consumed,
+		}
+		if ps.replaying {
+			s.replaying++
 		}
 		if cm.hasMarker {
 			s.markers.Restore(ps.key, cm.marker)

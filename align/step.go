@@ -57,7 +57,7 @@ func (s *Session[M]) Step() Step[M] {
 			s.tracker.Resume(ps.p, ReasonDedupe)
 		}
 	}
-	if s.inflight == nil && (len(s.sealed) > 0 || s.quarantineDue()) {
+	if s.inflight == nil && s.replaying == 0 && (len(s.sealed) > 0 || s.quarantineDue()) {
 		st.Batch = s.build()
 		s.inflight = st.Batch
 	}

@@ -13,18 +13,22 @@ type action int
 const (
 	actionAbort    action = iota // abort the transaction, keep the producer
 	actionRecreate               // close the producer and create a new one
-	actionStop                   // fenced, or a failure every retry repeats: stop the instance
+	actionFenced                 // another instance owns the transactional ID: stop
+	actionTooLarge               // a record over the size limits: every retry fails, stop
 )
 
-// classify is the one place that decides what a failed transaction needs.
-func classify(prod sarama.AsyncProducer, err error) action {
-	if isFenced(err) || errors.Is(err, sarama.ErrMessageSizeTooLarge) {
-		return actionStop
-	}
-	if isIndefinite(err) {
+// classify is the one place that decides what a Kafka error needs, given
+// the producer's transaction status (0 when there is no producer yet).
+// Every caller switches on its answer.
+func classify(status sarama.ProducerTxnStatusFlag, err error) action {
+	switch {
+	case isFenced(err):
+		return actionFenced
+	case errors.Is(err, sarama.ErrMessageSizeTooLarge):
+		return actionTooLarge
+	case isIndefinite(err):
 		return actionRecreate
 	}
-	status := prod.TxnStatus()
 	switch {
 	case status&sarama.ProducerTxnFlagFatalError != 0:
 		return actionRecreate

@@ -10,15 +10,6 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// statusProducer reports a fixed transaction status; classify reads nothing
-// else of the producer.
-type statusProducer struct {
-	sarama.AsyncProducer
-	status sarama.ProducerTxnStatusFlag
-}
-
-func (s statusProducer) TxnStatus() sarama.ProducerTxnStatusFlag { return s.status }
-
 func TestClassify(t *testing.T) {
 	inTxn := sarama.ProducerTxnFlagInTransaction
 	cases := []struct {
@@ -27,10 +18,11 @@ func TestClassify(t *testing.T) {
 		status sarama.ProducerTxnStatusFlag
 		want   action
 	}{
-		{"fenced by a newer producer: stop", fmt.Errorf("commit: %w", sarama.ErrProducerFenced), inTxn, actionStop},
-		{"old epoch (fenced, or timed out and bumped): stop", sarama.ErrInvalidProducerEpoch, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagFatalError, actionStop},
-		{"not authorised for the transactional ID: stop", sarama.ErrTransactionalIDAuthorizationFailed, inTxn, actionStop},
-		{"record over the size limit: every retry fails, stop", sarama.ErrMessageSizeTooLarge, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagAbortableError, actionStop},
+		{"fenced by a newer producer: stop", fmt.Errorf("commit: %w", sarama.ErrProducerFenced), inTxn, actionFenced},
+		{"old epoch (fenced, or timed out and bumped): stop", sarama.ErrInvalidProducerEpoch, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagFatalError, actionFenced},
+		{"not authorised for the transactional ID: stop", sarama.ErrTransactionalIDAuthorizationFailed, inTxn, actionFenced},
+		{"fenced at start (no producer yet)", sarama.ErrProducerFenced, 0, actionFenced},
+		{"record over the size limit: every retry fails, stop", sarama.ErrMessageSizeTooLarge, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagAbortableError, actionTooLarge},
 		{"request timed out: outcome unknown, recreate", sarama.ErrRequestTimedOut, inTxn, actionRecreate},
 		{"network error: recreate", &net.OpError{Op: "read", Err: errors.New("connection reset")}, inTxn, actionRecreate},
 		{"out-of-order sequence: recreate", sarama.ErrOutOfOrderSequenceNumber, sarama.ProducerTxnFlagAbortableError, actionRecreate},
@@ -42,7 +34,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := classify(statusProducer{status: c.status}, c.err); got != c.want {
+			if got := classify(c.status, c.err); got != c.want {
 				t.Fatalf("classify = %d, want %d", got, c.want)
 			}
 		})

@@ -82,7 +82,7 @@ func New(f Factory, log *slog.Logger, m *Metrics) (*Producer, error) {
 // classifyStart turns a failed producer creation into ErrFenced when the
 // broker says another instance owns the ID.
 func classifyStart(err error) error {
-	if isFenced(err) {
+	if classify(0, err) == actionFenced {
 		return fmt.Errorf("%w: %v", ErrFenced, err)
 	}
 	return fmt.Errorf("txn: create transactional producer: %w", err)
@@ -162,13 +162,12 @@ func send(ctx context.Context, prod sarama.AsyncProducer, records []*sarama.Prod
 
 // recover decides what a failed transaction needs: abort, recreate, or stop.
 func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time) error {
-	switch classify(prod, err) {
-	case actionStop:
-		if errors.Is(err, sarama.ErrMessageSizeTooLarge) {
-			_ = prod.AbortTxn()
-			p.metrics.observe(resultAborted, time.Since(start))
-			return fmt.Errorf("%w: %v", ErrTooLarge, err)
-		}
+	switch classify(prod.TxnStatus(), err) {
+	case actionTooLarge:
+		_ = prod.AbortTxn()
+		p.metrics.observe(resultAborted, time.Since(start))
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case actionFenced:
 		p.metrics.observe(resultFenced, time.Since(start))
 		return fmt.Errorf("%w: %v", ErrFenced, err)
 	case actionAbort:
@@ -178,7 +177,7 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time
 			p.log.Warn("transaction aborted; rewinding to the committed offsets", "err", err)
 			return &Failure{Err: err}
 		}
-		if isFenced(aerr) {
+		if classify(prod.TxnStatus(), aerr) == actionFenced {
 			p.metrics.observe(resultFenced, time.Since(start))
 			return fmt.Errorf("%w: %v", ErrFenced, aerr)
 		}
