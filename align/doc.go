@@ -35,6 +35,11 @@
 //     watermark, the consumed position and the last input marker, so a
 //     sealed phase never reopens after a restart and records read again are
 //     not resolved twice.
+//   - A session started from committed offsets builds no Batch until every
+//     partition has been read again up to the consumed position (h) of the
+//     last committed transaction, or its log ends before: an earlier Batch
+//     would commit a smaller h, and after the next restart the records
+//     between would be resolved a second time (TestExactlyOnce found it).
 //   - At most one Batch is in flight: Step builds none until Committed is
 //     called for the previous one. A failed transaction is never repaired
 //     in place: the caller drops the Session and rebuilds one from the

@@ -89,10 +89,10 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 			Name: "phasegate_partition_idle", Help: "1 when the partition is idle (no record for the idle timeout and no lag).",
 		}, []string{"topic", "partition"}),
 		paused: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "phasegate_partition_paused", Help: "1 when the partition is paused, by reason.",
+			Name: "phasegate_partition_paused", Help: "1 when the partition is paused, by reason (buffer: it runs ahead while the buffer is over half its bound; dedupe: the dedupe cache is over its identity bound).",
 		}, []string{"topic", "partition", "reason"}),
 		pausedSeconds: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "phasegate_paused_seconds_total", Help: "Time a partition spent paused.",
+			Name: "phasegate_paused_seconds_total", Help: "Time a partition spent paused, added when each pause ends (phasegate_partition_paused shows a pause in progress).",
 		}, []string{"topic", "partition"}),
 		globalPhase: f.NewGauge(prometheus.GaugeOpts{
 			Name: "phasegate_global_watermark_phase", Help: "The first phase not sealed yet.",
