@@ -24,19 +24,18 @@ type Cache struct {
 	ids        int    // identities held over open and sealed phases, exact
 	evictions  uint64 // sealed phases evicted to respect a bound
 	evictedIDs uint64 // identities those phases held
-	purging    bool   // set during Reset: removals there are not evictions
 }
 
-// Stats is a snapshot of a Cache, for metrics and /phases.
+// Stats is a snapshot of a Cache, for /phases and tests.
 type Stats struct {
-	OpenPhases   int // phases added to and not sealed
-	SealedPhases int // sealed phases still held for late-retry detection
-	Identities   int // identities held over all phases, exact
+	OpenPhases   int `json:"open_phases"`   // phases added to and not sealed
+	SealedPhases int `json:"sealed_phases"` // sealed phases still held for late-retry detection
+	Identities   int `json:"identities"`    // identities held over all phases, exact
 	// Evictions counts sealed phases dropped to respect MaxSealedPhases or
 	// MaxIdentities since New, and EvictedIdentities the identities they
-	// held. Reset neither counts nor zeroes them, so they can feed counters.
-	Evictions         uint64
-	EvictedIdentities uint64
+	// held. Both only grow over the Cache's life.
+	Evictions         uint64 `json:"evictions"`
+	EvictedIdentities uint64 `json:"evicted_identities"`
 }
 
 // New returns an empty Cache bounded by cfg, or cfg's validation error.
@@ -63,16 +62,16 @@ func New(cfg Config) (*Cache, error) {
 //
 // A phase the cache does not hold becomes open. A phase in the sealed LRU is
 // checked and recorded there (a late record or a late retry) and becomes its
-// most recently used entry. Note that a phase sealed and since evicted is
-// unknown again, so Add re-opens it; a caller that adds late records of old
-// phases should Seal them again afterwards.
+// most recently used entry. A phase sealed and since evicted is unknown
+// again, so Add re-opens it: the caller must Seal it again after a late
+// record, or it stays open (never evicted) for the Cache's life.
 //
 // When the new identity takes the count over MaxIdentities, the least
 // recently used sealed phases are evicted until the count fits. If it still
 // does not fit (only open phases, and the sealed phase being added to, are
 // left) the identity stays recorded, so a retry of it is still proven, and
-// Add returns ErrFull: the caller should pause its input until Full reports
-// false again. A duplicate never returns ErrFull, since it adds nothing.
+// Add returns ErrFull: the caller must pause its input ahead of the global
+// watermark until Full reports false again. A duplicate never returns ErrFull, since it adds nothing.
 //
 // id aliases caller memory and is not retained: only its 128-bit hash is
 // stored. Add does not allocate once the cache has reached a steady state.
@@ -121,20 +120,6 @@ func (c *Cache) Seal(phase uint64) {
 // when Full reports false.
 func (c *Cache) Full() bool { return c.ids > c.cfg.MaxIdentities }
 
-// Reset forgets every phase and identity, after a rewind to committed offsets
-// or a rebalance, when the records will be read again from input. The
-// eviction counters in Stats are kept.
-func (c *Cache) Reset() {
-	for phase, s := range c.open {
-		c.ids -= len(s.m)
-		c.pool.put(s)
-		delete(c.open, phase)
-	}
-	c.purging = true
-	c.sealed.Purge()
-	c.purging = false
-}
-
 // Stats returns counts of phases and identities held, and evictions so far.
 func (c *Cache) Stats() Stats {
 	return Stats{
@@ -161,14 +146,13 @@ func (c *Cache) shrink(keep uint64, pinned bool) error {
 }
 
 // evicted is the sealed LRU's callback for every removal: capacity eviction in
-// Seal, RemoveOldest in shrink, and Purge in Reset.
+// Seal and RemoveOldest in shrink. Nothing else removes a sealed phase, so
+// every call is an eviction.
 func (c *Cache) evicted(_ uint64, s *set) {
 	n := len(s.m)
 	c.ids -= n
-	if !c.purging {
-		c.evictions++
-		c.evictedIDs += uint64(n)
-	}
+	c.evictions++
+	c.evictedIDs += uint64(n)
 	c.pool.put(s)
 }
 

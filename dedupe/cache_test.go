@@ -8,7 +8,7 @@ import (
 
 // step is one call on a Cache in a table test.
 type step struct {
-	op    string // add, seal, reset
+	op    string // add, seal
 	phase uint64
 	id    string
 	dup   bool  // add: want dup
@@ -21,7 +21,6 @@ func addFull(phase uint64, id string) step {
 	return step{op: "add", phase: phase, id: id, err: ErrFull}
 }
 func seal(phase uint64) step { return step{op: "seal", phase: phase} }
-func reset() step            { return step{op: "reset"} }
 
 func newCache(t *testing.T, cfg Config) *Cache {
 	t.Helper()
@@ -43,8 +42,6 @@ func run(t *testing.T, c *Cache, steps []step) {
 			}
 		case "seal":
 			c.Seal(s.phase)
-		case "reset":
-			c.Reset()
 		default:
 			t.Fatalf("step %d: unknown op %q", i, s.op)
 		}
@@ -183,22 +180,12 @@ func TestCache(t *testing.T) {
 			held:  []uint64{1, 2},
 		},
 		{
-			name: "reset forgets everything but keeps eviction counters",
-			cfg:  small(1, 100),
-			steps: []step{
-				add(1, "a"), seal(1), add(2, "a"), seal(2), add(3, "a"), add(3, "b"),
-				reset(),
-				add(3, "a"), add(2, "a"),
-			},
-			want: Stats{OpenPhases: 2, Identities: 2, Evictions: 1, EvictedIdentities: 1},
-			held: []uint64{2, 3},
-			gone: []uint64{1},
-		},
-		{
-			name:  "reset clears ErrFull",
-			cfg:   small(1, 1),
-			steps: []step{add(1, "a"), addFull(1, "b"), reset(), add(1, "b")},
-			want:  Stats{OpenPhases: 1, Identities: 1},
+			name:  "the caller seals a re-opened phase again, as after a late record",
+			cfg:   small(1, 100),
+			steps: []step{add(1, "a"), seal(1), seal(2), add(1, "a"), seal(1), dup(1, "a")},
+			want:  Stats{SealedPhases: 1, Identities: 1, Evictions: 2, EvictedIdentities: 1},
+			held:  []uint64{1},
+			gone:  []uint64{2},
 		},
 	}
 	for _, tt := range tests {

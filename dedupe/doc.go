@@ -4,8 +4,15 @@
 // classifies input markers per partition (MARKERS.md section 3.1).
 //
 // It is a leaf: no Kafka client, no goroutines, no clock, no globals.
-// Neither Cache nor Markers is safe for concurrent use; the pipeline
+// Neither Cache nor Markers is safe for concurrent use; the session's
 // goroutine owns them.
+//
+// # Lifetime
+//
+// A Cache and a Markers live for one session and are never reset: after a
+// rewind to committed offsets or a rebalance, the caller (align.Session)
+// builds a new Session with a new Cache and a new Markers, so no identity or
+// marker phase of the old session survives into the new one.
 //
 // # Invariants of Cache
 //
@@ -14,14 +21,26 @@
 //   - At most Config.MaxSealedPhases sealed phases are held; the least
 //     recently used (sealed or added to) is evicted first.
 //   - The identity count in Stats is exact: incremented by each new identity,
-//     decremented by each eviction and by Reset.
-//   - The count exceeds Config.MaxIdentities only while no sealed phase is
-//     left to evict (apart from the one an Add just wrote to). Add then still
-//     records the identity and returns ErrFull; the caller pauses its input
-//     until Cache.Full reports false, which a Seal can bring about.
+//     decremented by each eviction. Evictions and EvictedIdentities only grow.
 //   - Add never reports a duplicate for an identity not added before in the
 //     same phase (up to the hash bound below), and always reports one when
 //     the phase has been held since that identity was added.
+//
+// # Contract with the caller
+//
+// Two duties fall on the caller; align.Session does both.
+//
+//   - ErrFull: the count exceeds Config.MaxIdentities only while no sealed
+//     phase is left to evict (apart from the one an Add just wrote to). Add
+//     then still records the identity and returns ErrFull. The caller pauses
+//     its partitions ahead of the global watermark (the one holding it keeps
+//     running, so phases can seal) and resumes them once Cache.Full reports
+//     false, which a Seal brings about by evicting sealed phases.
+//   - Late records of evicted phases: a phase sealed and since evicted is
+//     unknown again, so Add re-opens it. When the record is late (its phase
+//     was already sealed by the watermarks), the caller Seals that phase
+//     again after Add; otherwise the re-opened phase, never evicted while open,
+//     would be held for the Cache's life.
 //
 // # Hashing
 //

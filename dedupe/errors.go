@@ -9,8 +9,9 @@ var (
 	// ErrFull is returned by Cache.Add when it recorded a new identity but the
 	// identities held still exceed Config.MaxIdentities after every sealed
 	// phase that could go was evicted: only open phases are left. The
-	// identity is recorded all the same; the caller should stop reading
-	// (pause its partitions) until a Seal lets the cache shrink.
+	// identity is recorded all the same; the caller pauses its partitions
+	// ahead of the global watermark until Cache.Full reports false, which a
+	// Seal brings about.
 	ErrFull = errors.New("dedupe: identity bound exceeded with only open phases held")
 
 	// ErrInvalidConfig is wrapped by every *ConfigError that Config.Validate

@@ -39,8 +39,9 @@ func (v MarkerVerdict) String() string {
 
 // Markers tracks the highest input marker phase per partition.
 //
-// Not safe for concurrent use: one goroutine (the pipeline) owns it. Its size
-// is one entry per partition ever seen since the last Reset or Forget.
+// Not safe for concurrent use: one goroutine (the pipeline) owns it. It lives
+// for one session, like Cache: its size is one entry per partition seen or
+// restored in that session.
 type Markers struct {
 	last map[PartitionKey]uint64
 }
@@ -76,15 +77,4 @@ func (m *Markers) Last(key PartitionKey) (phase uint64, ok bool) {
 // there: committed state is authoritative.
 func (m *Markers) Restore(key PartitionKey, phase uint64) {
 	m.last[key] = phase
-}
-
-// Forget drops what is known of key, for a partition revoked from this
-// instance.
-func (m *Markers) Forget(key PartitionKey) {
-	delete(m.last, key)
-}
-
-// Reset forgets every partition.
-func (m *Markers) Reset() {
-	clear(m.last)
 }

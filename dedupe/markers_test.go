@@ -8,7 +8,7 @@ func TestMarkers(t *testing.T) {
 	b0 := PartitionKey{Topic: "payments", Partition: 0}
 
 	type step struct {
-		op    string // see, restore, forget, reset
+		op    string // see, restore
 		key   PartitionKey
 		phase uint64
 		want  MarkerVerdict // for see
@@ -75,27 +75,6 @@ func TestMarkers(t *testing.T) {
 			},
 			last: []last{{a0, 15, true}},
 		},
-		{
-			name: "forget drops one partition",
-			steps: []step{
-				{op: "see", key: a0, phase: 5, want: MarkerNew},
-				{op: "see", key: a1, phase: 5, want: MarkerNew},
-				{op: "forget", key: a0},
-				{op: "see", key: a0, phase: 2, want: MarkerNew},
-				{op: "see", key: a1, phase: 2, want: MarkerStale},
-			},
-			last: []last{{a0, 2, true}, {a1, 5, true}},
-		},
-		{
-			name: "reset forgets all",
-			steps: []step{
-				{op: "see", key: a0, phase: 5, want: MarkerNew},
-				{op: "restore", key: b0, phase: 3},
-				{op: "reset"},
-				{op: "see", key: a0, phase: 1, want: MarkerNew},
-			},
-			last: []last{{a0, 1, true}, {b0, 0, false}},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,10 +87,6 @@ func TestMarkers(t *testing.T) {
 					}
 				case "restore":
 					m.Restore(s.key, s.phase)
-				case "forget":
-					m.Forget(s.key)
-				case "reset":
-					m.Reset()
 				default:
 					t.Fatalf("step %d: unknown op %q", i, s.op)
 				}

@@ -10,15 +10,15 @@ import (
 
 // op is one call in a generated sequence.
 type op struct {
-	kind  byte // 'a' add, 's' seal, 'r' reset
+	kind  byte // 'a' add, 's' seal
 	phase uint64
 	id    string
 }
 
 // model is a plain reference for Cache: maps of string sets and a slice for
 // the recency order, with the bounds applied step by step as the package
-// documentation states them. ever remembers every (phase, id) added since the
-// last reset and is never bounded: a duplicate it has not seen is false.
+// documentation states them. ever remembers every (phase, id) ever added and
+// is never bounded: a duplicate it has not seen is false.
 type model struct {
 	cfg    Config
 	open   map[uint64]map[string]bool
@@ -29,17 +29,12 @@ type model struct {
 }
 
 func newModel(cfg Config) *model {
-	m := &model{cfg: cfg}
-	m.reset()
-	return m
-}
-
-func (m *model) reset() {
-	m.open = map[uint64]map[string]bool{}
-	m.sealed = map[uint64]map[string]bool{}
-	m.ever = map[uint64]map[string]bool{}
-	m.order = nil
-	m.ids = 0
+	return &model{
+		cfg:    cfg,
+		open:   map[uint64]map[string]bool{},
+		sealed: map[uint64]map[string]bool{},
+		ever:   map[uint64]map[string]bool{},
+	}
 }
 
 func (m *model) touch(phase uint64) {
@@ -127,9 +122,6 @@ func check(t *testing.T, cfg Config, ops []op) {
 			touched[o.phase] = true
 			c.Seal(o.phase)
 			m.seal(o.phase)
-		case 'r':
-			c.Reset()
-			m.reset()
 		}
 		st := c.Stats()
 		if st.OpenPhases != len(m.open) || st.SealedPhases != len(m.sealed) || st.Identities != m.ids {
@@ -164,13 +156,11 @@ func genOps(r *rand.Rand, n int) []op {
 		switch x := r.IntN(100); {
 		case x < 80:
 			ops = append(ops, op{kind: 'a', phase: phase, id: "t/" + strconv.Itoa(r.IntN(12))})
-		case x < 99:
+		default:
 			ops = append(ops, op{kind: 's', phase: phase})
 			if phase == base {
 				base++
 			}
-		default:
-			ops = append(ops, op{kind: 'r'})
 		}
 	}
 	return ops
@@ -208,13 +198,9 @@ func FuzzCache(f *testing.F) {
 		var ops []op
 		for b := data[2:]; len(b) >= 3; b = b[3:] {
 			o := op{phase: uint64(b[1] % 8), id: strconv.Itoa(int(b[2] % 8))}
-			switch b[0] % 16 {
-			case 0, 1, 2, 3:
+			o.kind = 'a'
+			if b[0]%16 < 4 {
 				o.kind = 's'
-			case 4:
-				o.kind = 'r'
-			default:
-				o.kind = 'a'
 			}
 			ops = append(ops, o)
 		}
