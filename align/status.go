@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/phasegate/phasegate/dedupe"
 )
 
 // View is the session's part of /phases: a copy of the state, built
@@ -17,6 +19,8 @@ type View struct {
 	OpenPhases      []OpenPhaseStatus
 	// AllIdle is true when every partition is idle.
 	AllIdle bool
+	// Dedupe is the dedupe cache's phases, identities and evictions.
+	Dedupe dedupe.Stats
 }
 
 // PartitionStatus is one input partition in /phases.
@@ -52,7 +56,7 @@ func (s *Session[M]) View() View {
 	snap := s.tracker.Snapshot()
 	v := View{
 		GlobalWatermark: snap.Global, GlobalMs: snap.GlobalMs, SealTimeout: snap.SealTimeout,
-		BufferedBytes: snap.BufferedBytes, AllIdle: len(snap.Partitions) > 0,
+		BufferedBytes: snap.BufferedBytes, AllIdle: len(snap.Partitions) > 0, Dedupe: s.dedupe.Stats(),
 		Partitions: make([]PartitionStatus, len(snap.Partitions)),
 	}
 	for i, ps := range snap.Partitions {

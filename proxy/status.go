@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/phasegate/phasegate/align"
+	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/watermarks"
 )
 
@@ -23,6 +24,7 @@ type Status struct {
 	Partitions        []PartitionStatus `json:"partitions"`
 	OpenPhases        []OpenPhaseStatus `json:"open_phases"`
 	Sealed            []SealStatus      `json:"sealed"`
+	Dedupe            *dedupe.Stats     `json:"dedupe,omitempty"`
 }
 
 // PartitionStatus is one input partition in Status.
@@ -84,7 +86,7 @@ func (p *Pipeline) publish(g *generation) {
 		st.GlobalWatermark, st.GlobalMs = v.GlobalWatermark, v.GlobalMs
 		st.SealTimeout = v.SealTimeout.String()
 		st.BufferedBytes = v.BufferedBytes
-		st.Partitions, st.OpenPhases = v.Partitions, v.OpenPhases
+		st.Partitions, st.OpenPhases, st.Dedupe = v.Partitions, v.OpenPhases, &v.Dedupe
 		st.Ready = len(st.OpenPhases) == 0 || v.AllIdle || now.Sub(p.lastSeal) < 2*v.SealTimeout
 		p.metrics.observe(st, p.cfg.InputTopics)
 	}
