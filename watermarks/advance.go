@@ -28,6 +28,10 @@ func (t *Tracker) Advance() []Seal {
 	var seals []Seal
 	if len(t.parts) > 0 {
 		v := t.scan(now)
+		t.local = Mark{Phase: v.low, Ms: v.ms, Idle: v.allIdle}
+		if t.floorSet {
+			v.low, v.ms = min(v.low, t.floor.Phase), min(v.ms, t.floor.Ms)
+		}
 		if t.fault == faultGlobalMsDecreases {
 			t.globalMs = v.ms
 		} else {
@@ -55,6 +59,7 @@ type view struct {
 	minIdleLow uint64 // lowest Low of an idle partition; MaxUint64 when none
 	minMarker  uint64 // lowest input marker over all partitions
 	allMarked  bool   // every partition sent a marker
+	allIdle    bool   // every partition is idle
 }
 
 // cause is why phase n is sealed: idle if an idle partition had not passed
@@ -93,7 +98,7 @@ func (t *Tracker) scan(now time.Time) view {
 			v.allMarked = false
 		}
 	}
-	v.low, v.ms = allLow, allMs
+	v.low, v.ms, v.allIdle = allLow, allMs, !anyLive
 	if !anyLive && len(t.open) > 0 {
 		// Every partition is idle: none has a record to give, so every open
 		// phase is complete, the newest one included (DESIGN.md invariant 5:

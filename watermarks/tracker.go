@@ -34,6 +34,12 @@ type Tracker struct {
 	global   uint64 // first unsealed phase
 	globalMs int64
 
+	// floor caps global and globalMs while floorSet (see Floor); local is
+	// the last scan's candidate before the cap (see Local).
+	floor    Mark
+	floorSet bool
+	local    Mark
+
 	phases map[uint64]*phase // open phases by ID
 	open   []*phase          // open phases, ascending ID
 	free   []*phase          // sealed phase states kept for reuse
