@@ -35,7 +35,10 @@
 //     phases seal with cause idle instead of waiting for data that may never
 //     come. With
 //     no partitions it is unchanged. GlobalMs is computed the same way from
-//     the time watermarks. Neither ever decreases.
+//     the time watermarks. Neither ever decreases. A Floor (the lowest
+//     watermark of the other trackers sharing the global watermark, e.g. the
+//     tasks of other instances) caps the candidate; Local is the candidate
+//     before the cap: what this tracker tells the others.
 //  3. Sealing. A phase is sealed once G passes it and never reopens: Record
 //     returns Late for it. Advance returns each open phase exactly once, in
 //     ascending order, with cause idle if some idle partition had Low <= N,
