@@ -33,6 +33,8 @@ func TestNoAllocs(t *testing.T) {
 		{"AppendIdentity derived", func() { buf = AppendIdentity(buf[:0], nil, "orders", 3, 17) }},
 		{"AppendSource", func() { buf = AppendSource(buf[:0], "orders", 3, 17) }},
 		{"AppendPhase", func() { buf = AppendPhase(buf[:0], 1733140800) }},
+		{"ParseTask ok", func() { _, _ = ParseTask([]byte("17")) }},
+		{"ParseTask error", func() { _, _ = ParseTask([]byte("017")) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,3 +115,34 @@ func BenchmarkReaderFeed(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(perPhase+1)), "ns/record")
 }
+
+// BenchmarkReaderFeedSeveral is BenchmarkReaderFeed on a partition with
+// four writers (MARKERS.md section 3.3): per phase, each writer's 25 data
+// records and its marker, the writers' records interleaved one by one.
+func BenchmarkReaderFeedSeveral(b *testing.B) {
+	const writers, perWriter = 4, 25
+	recs := make([]Record, writers*perWriter)
+	for i := range recs {
+		recs[i] = dt(1, "id-"+string(rune('a'+i%26))+string(rune('a'+i/26)), int32(i%writers))
+	}
+	r := NewReader(testPartition)
+	b.ReportAllocs()
+	ph := uint64(0)
+	for b.Loop() {
+		ph++
+		phase := AppendPhase(nil, ph)
+		for i := range recs {
+			recs[i].Headers[0].Value = phase
+			if _, err := r.Feed(recs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for w := range int32(writers) {
+			p, err := r.Feed(mt(ph, perWriter, w, writers))
+			if err != nil || (w == writers-1) != (p != nil) {
+				b.Fatal(p, err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(writers*perWriter+writers)), "ns/record")
+}

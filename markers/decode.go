@@ -8,7 +8,7 @@ import (
 
 // Fields of a marker value; bits of the set decodeMarker has seen.
 const (
-	fieldV uint8 = 1 << iota
+	fieldV uint16 = 1 << iota
 	fieldPhase
 	fieldPartition
 	fieldCount
@@ -16,14 +16,16 @@ const (
 	fieldWatermark
 	fieldSealedBy
 	fieldEmitter
+	fieldTask    // version 2 only; read after the walk, once "v" is known
+	fieldWriters // version 2 only
 
 	fieldsInput  = fieldV | fieldPhase | fieldPartition
 	fieldsOutput = fieldsInput | fieldCount | fieldSources | fieldWatermark | fieldSealedBy | fieldEmitter
-	fieldLast    = fieldEmitter
+	fieldLast    = fieldWriters
 )
 
 // fieldName is the JSON name of a field bit.
-func fieldName(bit uint8) string {
+func fieldName(bit uint16) string {
 	switch bit {
 	case fieldV:
 		return "v"
@@ -41,13 +43,17 @@ func fieldName(bit uint8) string {
 		return "sealed_by"
 	case fieldEmitter:
 		return "emitter"
+	case fieldTask:
+		return "task"
+	case fieldWriters:
+		return "writers"
 	}
 	return ""
 }
 
 // DecodeMarker decodes a marker value as phasegate reads input markers
 // (MARKERS.md sections 3 and 3.1). The value must be one JSON object with
-// "v" equal to 1, "phase" (uint64) and "partition" (int32 >= 0). "count"
+// "v" equal to 1 (a "v":2 marker is output only, section 3), "phase" (uint64) and "partition" (int32 >= 0). "count"
 // (int64 >= 0) is optional. The output-only fields are checked when present:
 // "sources" an object of Kafka topic names to counts >= 0 that add up to
 // "count", "watermark_ms" an int64, "sealed_by" one of the four values,
@@ -63,34 +69,65 @@ func DecodeMarker(value []byte) (Marker, error) {
 // DecodeOutputMarker is DecodeMarker for markers phasegate wrote: "count",
 // "sources", "watermark_ms", "sealed_by" and "emitter" are required too,
 // and "emitter" must not be empty. On success HasCount is true and Sources
-// is non-nil.
+// is non-nil. It also accepts "v":2 (MARKERS.md section 3.3), which
+// requires "task" and "writers" (writers >= 2, 0 <= task < writers) and
+// sets Task and Writers; in a "v":1 marker both names are unknown fields
+// and ignored, whatever their value, as a version 1 reader does.
 func DecodeOutputMarker(value []byte) (Marker, error) {
 	return decodeMarker(value, fieldsOutput, true)
 }
 
-func decodeMarker(value []byte, required uint8, output bool) (Marker, error) {
+func decodeMarker(value []byte, required uint16, output bool) (Marker, error) {
 	var m Marker
 	if !json.Valid(value) {
 		return m, malformed("", "not valid JSON")
 	}
-	var seen uint8
+	var seen uint16
+	var version uint64
+	// "task" and "writers" mean something only in a "v":2 marker, and "v"
+	// may come after them: keep their raw values (and whether one came
+	// twice) until the walk is over.
+	var rawTask, rawWriters []byte
+	var twice uint16
 	err := walkObject("", value, func(key string, raw []byte) *MalformedError {
 		bit := fieldBit(key)
-		if bit == 0 {
+		switch {
+		case bit == 0:
 			return nil // MARKERS.md section 3: unknown fields are ignored
-		}
-		if seen&bit != 0 {
+		case bit == fieldTask || bit == fieldWriters:
+			if seen&bit != 0 {
+				twice |= bit
+			}
+			seen |= bit
+			if bit == fieldTask {
+				rawTask = raw
+			} else {
+				rawWriters = raw
+			}
+			return nil
+		case seen&bit != 0:
 			return malformed(key, "given twice")
 		}
 		seen |= bit
+		if bit == fieldV {
+			return checkVersion(key, raw, output, &version)
+		}
 		return m.setField(bit, key, raw)
 	})
 	if err != nil {
 		return Marker{}, err
 	}
-	for bit := uint8(1); bit != 0 && bit <= fieldLast; bit <<= 1 {
+	if version == VersionWriters {
+		required |= fieldTask | fieldWriters
+	}
+	for bit := uint16(1); bit != 0 && bit <= fieldLast; bit <<= 1 {
 		if required&^seen&bit != 0 {
 			return Marker{}, malformed(fieldName(bit), "is required")
+		}
+	}
+	if version == VersionWriters {
+		if err := m.setWriters(twice, rawTask, rawWriters); err != nil {
+			return Marker{}, err
 		}
 	}
 	if err := m.validate(output); err != nil {
@@ -99,8 +136,45 @@ func decodeMarker(value []byte, required uint8, output bool) (Marker, error) {
 	return m, nil
 }
 
-func fieldBit(key string) uint8 {
-	for bit := uint8(1); bit != 0 && bit <= fieldLast; bit <<= 1 {
+// checkVersion reads "v": 1, or 2 for an output marker (MARKERS.md
+// sections 3 and 3.3).
+func checkVersion(key string, raw []byte, output bool, version *uint64) *MalformedError {
+	v, err := jsonUint(key, raw, 64)
+	switch {
+	case err != nil:
+		return err
+	case v == Version:
+	case v == VersionWriters && output:
+	case output:
+		return malformed(key, "version "+string(raw)+" is not 1 or 2")
+	default: // input markers are version 1 (section 3.1), whatever a "v":2 says
+		return malformed(key, "version "+string(raw)+" is not 1")
+	}
+	*version = v
+	return nil
+}
+
+// setWriters sets Task and Writers of a "v":2 marker from their raw JSON.
+func (m *Marker) setWriters(twice uint16, rawTask, rawWriters []byte) *MalformedError {
+	for _, bit := range []uint16{fieldTask, fieldWriters} {
+		if twice&bit != 0 {
+			return malformed(fieldName(bit), "given twice")
+		}
+	}
+	t, err := jsonUint("task", rawTask, 31)
+	if err != nil {
+		return err
+	}
+	w, err := jsonUint("writers", rawWriters, 31)
+	if err != nil {
+		return err
+	}
+	m.Task, m.Writers = int32(t), int32(w)
+	return nil
+}
+
+func fieldBit(key string) uint16 {
+	for bit := uint16(1); bit != 0 && bit <= fieldLast; bit <<= 1 {
 		if key == fieldName(bit) {
 			return bit
 		}
@@ -108,14 +182,9 @@ func fieldBit(key string) uint8 {
 	return 0
 }
 
-func (m *Marker) setField(bit uint8, key string, raw []byte) *MalformedError {
+func (m *Marker) setField(bit uint16, key string, raw []byte) *MalformedError {
 	var err *MalformedError
 	switch bit {
-	case fieldV:
-		var v uint64
-		if v, err = jsonUint(key, raw, 64); err == nil && v != Version {
-			err = malformed(key, "version "+string(raw)+" is not 1")
-		}
 	case fieldPhase:
 		m.Phase, err = jsonUint(key, raw, 64)
 	case fieldPartition:

@@ -1,5 +1,5 @@
-// Package markers is phasegate's wire format, version 1 (Version), as
-// MARKERS.md defines it: the phasegate.* record headers, the
+// Package markers is phasegate's wire format, versions 1 (Version) and 2
+// (VersionWriters), as MARKERS.md defines it: the phasegate.* record headers, the
 // phase of a record, record identities, the JSON value of marker records,
 // the routing of records to output partitions, and a Reader with which a
 // join consumer (and every pipeline test) checks an output partition and
@@ -11,9 +11,13 @@
 // sarama or franz-go headers use it without conversion.
 //
 // Invariants:
-//   - One version: every marker written says "v":1, and a value with any
-//     other "v" is rejected. A change to MARKERS.md is a new version and a
-//     new package version, never a silent change here.
+//   - Versions: a marker of a one-writer partition, and every input
+//     marker, says "v":1 and is byte for byte what version 1 wrote (no
+//     "task", no "writers", no phasegate.task header); only a marker with
+//     Writers >= 2 says "v":2 (MARKERS.md section 3.3). Input markers with
+//     any "v" but 1, and output markers with any "v" but 1 or 2, are
+//     rejected. A change to MARKERS.md is a new version, never a silent
+//     change here.
 //   - Strict in, canonical out: what this package writes, its decoders
 //     accept and read back unchanged (AppendPhase/ParsePhase,
 //     AppendSource/ParseSource, Marker.AppendOutput/DecodeOutputMarker for
@@ -23,15 +27,17 @@
 //   - Unknown JSON fields of a marker and unknown phasegate.* headers are
 //     ignored; known ones given twice are errors.
 //   - The per-record functions (ParsePhase, PhaseOf, Meta.Observe,
-//     Meta.Check, Inspect, AppendIdentity, AppendSource) do not
+//     Meta.Check, Inspect, AppendIdentity, AppendSource, ParseTask) do not
 //     allocate, on success or error: their errors are the package's
 //     sentinels, compared with errors.Is. Benchmarks in bench_test.go hold
 //     them to it.
 //   - Every other error either wraps a sentinel (ErrSource), is a
 //     *MalformedError (errors.Is ErrMalformed), or is a *Violation.
-//   - A Reader reports every broken rule of MARKERS.md section 3.2 on its
-//     partition and returns a phase only when its marker was read; it
-//     never returns data whose marker it did not see.
+//   - A Reader reports every broken rule of MARKERS.md sections 3.2 and
+//     3.3 on its partition and returns a phase only when it is complete:
+//     its marker was read (one writer), or every writer's marker for it or
+//     a later phase was read (several writers, rule M8); it never returns
+//     data whose completeness it did not see.
 //
 // Routing (MARKERS.md section 4) lives in proxy and the input-marker rules
 // of section 3.1 in dedupe and proxy, which own the state they need.

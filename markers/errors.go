@@ -27,10 +27,12 @@ var (
 	ErrIDEmpty = errors.New("markers: phasegate.id is empty")
 	// ErrIDTooLong: a phasegate.id header longer than MaxIDLen bytes.
 	ErrIDTooLong = errors.New("markers: phasegate.id is longer than 256 bytes")
-	// ErrHeaderRepeated: one of the five phasegate.* headers appears twice on a record.
+	// ErrHeaderRepeated: one of the six phasegate.* headers appears twice on a record.
 	ErrHeaderRepeated = errors.New("markers: phasegate header repeated")
 	// ErrMarkerNoPhase: a record with phasegate.marker but without phasegate.phase.
 	ErrMarkerNoPhase = errors.New("markers: marker without phasegate.phase")
+	// ErrTask: a phasegate.task value that is not a canonical decimal in [0, 2147483647].
+	ErrTask = errors.New("markers: phasegate.task is not a task number")
 	// ErrSource: a phasegate.source value that is not <topic>/<partition>/<offset>.
 	ErrSource = errors.New("markers: malformed phasegate.source")
 	// ErrMalformed: a marker value that breaks MARKERS.md section 3; the

@@ -3,6 +3,7 @@ package markers_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/phasegate/phasegate/markers"
@@ -69,4 +70,52 @@ func ExampleReader() {
 	// phase 43 records 0 sealed by watermark
 	// violation: count-mismatch phase 44 want 2 got 1
 	// phase 44 records 1 sealed by watermark
+}
+
+// A partition written by two tasks (MARKERS.md section 3.3): task 0's
+// phase 43 data arrives before task 1's marker for phase 42, and task 1
+// skips the empty phase 43: its marker for 42 completes phase 42, its
+// marker for 44 completes 43. Feed returns the first phase a record
+// completes; Next returns the others.
+func ExampleReader_severalWriters() {
+	out := func(phase uint64, id string, task int) markers.Record {
+		return markers.Record{Value: []byte("payload"), Headers: []markers.Header{
+			{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
+			{Key: []byte(markers.HeaderID), Value: []byte(id)},
+			{Key: []byte(markers.HeaderSource), Value: []byte("orders/0/" + id)},
+			{Key: []byte(markers.HeaderTask), Value: []byte(strconv.Itoa(task))},
+		}}
+	}
+	marker := func(phase uint64, count int64, task int32) markers.Record {
+		m := markers.Marker{Phase: phase, Partition: 0, Count: count, HasCount: true,
+			Sources: map[string]int64{"orders": count}, WatermarkMs: 1733140800000,
+			SealedBy: markers.SealedByWatermark, Emitter: "phasegate-" + strconv.Itoa(int(task)),
+			Task: task, Writers: 2}
+		return markers.Record{Value: m.AppendOutput(nil), Headers: []markers.Header{
+			{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
+			{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
+		}}
+	}
+	partition := []markers.Record{
+		out(42, "1", 0), marker(42, 1, 0), out(43, "2", 0), out(42, "3", 1),
+		marker(43, 1, 0), marker(42, 1, 1), marker(44, 0, 1), marker(44, 0, 0),
+	}
+	r := markers.NewReader(0)
+	for off, rec := range partition {
+		rec.Offset = int64(off)
+		p, err := r.Feed(rec)
+		if err != nil {
+			fmt.Println(err)
+		}
+		for ; p != nil; p = r.Next() {
+			fmt.Println("phase", p.ID, "records", len(p.Records), "count", p.Marker.Count, "writers' markers", len(p.Markers))
+		}
+	}
+	if err := r.End(); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// phase 42 records 2 count 2 writers' markers 2
+	// phase 43 records 1 count 1 writers' markers 1
+	// phase 44 records 0 count 0 writers' markers 2
 }

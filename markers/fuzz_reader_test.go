@@ -1,8 +1,10 @@
 package markers
 
 import (
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -44,6 +46,9 @@ func fuzzStream(b []byte) []Record {
 			default:
 				hs = append(hs, h(HeaderSource, "in/0/1"))
 			}
+			if flags&16 != 0 { // a writer of a partition with several (section 3.3)
+				hs = append(hs, h(HeaderTask, strconv.Itoa(int(flags>>5)%3)))
+			}
 			recs = append(recs, Record{Key: []byte(id), Headers: hs})
 		case 3, 4: // marker record
 			ph, count, flags := uint64(arg()%6), int64(arg()%4), arg()
@@ -68,6 +73,13 @@ func fuzzStream(b []byte) []Record {
 				}
 				if flags&32 != 0 {
 					r.Headers[0].Value = []byte("2")
+				}
+				if flags&128 != 0 { // a "v":2 marker (section 3.3)
+					a := arg()
+					m.Task, m.Writers = int32(a%3), 2+int32(a>>2)%2
+					if flags&8 == 0 {
+						r.Value = nil
+					}
 				}
 			}))
 		case 5: // arbitrary headers
@@ -122,12 +134,20 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte{1, 0, 2, 1, 0, 3, 2, 1, 0, 0, 2, 1, 0})      // data after marker
 	f.Add([]byte{1, 3, 2, 1, 63, 5, 4, 1, 'x', 6, 2, 3, '{'}) // broken markers and headers
 	f.Add([]byte{1, 7, 0, 1, 0, 4, 0, 1, 64, 7, 1, 1, 0})     // phases near MaxUint64
+	f.Add([]byte{2, 2, 7, 1, 9, 0, 3, 200, 17, 250})          // several writers, valid
+	f.Add([]byte{2, 3, 0, 0, 255, 255, 1, 2, 3, 4, 5, 6})     // several writers, valid
+	f.Add([]byte{1, 0, 2, 1, 16, 3, 2, 1, 128, 0, 0, 2, 1, 48, 3, 2, 1, 128, 1, 3, 3, 0, 128, 4})
+	f.Add([]byte{1, 0, 1, 1, 16, 3, 1, 0, 128, 0, 0, 2, 2, 80, 3, 2, 0, 128, 4, 3, 2, 0, 0}) // several writers mixed with one
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
 		}
-		if b[0]&1 == 0 {
+		switch {
+		case b[0]&3 == 0:
 			checkValid(t, b[1:])
+			return
+		case b[0]&3 == 2:
+			checkValidSeveral(t, b[1:])
 			return
 		}
 		checkAny(t, fuzzStream(b[1:]))
@@ -166,6 +186,7 @@ func checkAny(t *testing.T, recs []Record) {
 	var last uint64
 	var any, violated bool
 	returned := map[int64]bool{}
+	mismatched := map[uint64]bool{} // phases with a CountMismatch so far
 	check := func(err error) {
 		if err == nil {
 			return
@@ -179,41 +200,61 @@ func checkAny(t *testing.T, recs []Record) {
 			if v.Kind < CountMismatch || v.Kind > DuplicateID || v.Partition != testPartition {
 				t.Fatalf("bad violation %+v", v)
 			}
+			if v.Kind == CountMismatch {
+				mismatched[v.Phase] = true
+			}
 			_ = v.Error()
 		}
 	}
 	for _, rec := range recs {
 		p, err := r.Feed(rec)
 		check(err)
-		if p == nil {
-			continue
-		}
-		if any && p.ID <= last {
-			t.Fatalf("phase %d returned after phase %d", p.ID, last)
-		}
-		any, last = true, p.ID
-		if p.Marker.Phase != p.ID || p.MarkerOffset != rec.Offset {
-			t.Fatalf("phase %d with marker %+v at %d", p.ID, p.Marker, p.MarkerOffset)
-		}
-		returned[rec.Offset] = true
-		countOK := int64(len(p.Records)) == p.Marker.Count
-		if !countOK && !hasKind(err, CountMismatch) {
-			t.Fatalf("phase %d has %d records, marker count %d, no CountMismatch", p.ID, len(p.Records), p.Marker.Count)
-		}
-		for _, pr := range p.Records {
-			m, _ := Inspect(pr.Headers)
-			if !m.HasPhase || m.Phase != p.ID || m.Marker {
-				t.Fatalf("phase %d holds record %+v", p.ID, pr)
+		for ; p != nil; p = r.Next() {
+			checkPhase(t, p, rec, returned, mismatched)
+			if any && p.ID <= last {
+				t.Fatalf("phase %d returned after phase %d", p.ID, last)
 			}
-			if returned[pr.Offset] || pr.Offset > rec.Offset {
-				t.Fatalf("record at %d returned twice or after its marker", pr.Offset)
-			}
-			returned[pr.Offset] = true
+			any, last = true, p.ID
 		}
 	}
 	check(r.End())
+	if p := r.Next(); p != nil {
+		t.Fatalf("End completed phase %d", p.ID)
+	}
 	if !violated && len(returned) != len(recs) {
 		t.Fatalf("no violation, but %d of %d records were not returned", len(recs)-len(returned), len(recs))
+	}
+}
+
+// checkPhase checks one phase that the Feed of rec returned: its markers
+// are its own and read by now, its records are its own, each returned
+// once and before the phase completed, and a wrong count was reported.
+func checkPhase(t *testing.T, p *Phase, rec Record, returned map[int64]bool, mismatched map[uint64]bool) {
+	t.Helper()
+	if p.Marker.Phase != p.ID || p.Markers == nil && p.MarkerOffset != rec.Offset || p.MarkerOffset > rec.Offset {
+		t.Fatalf("phase %d with marker %+v at %d", p.ID, p.Marker, p.MarkerOffset)
+	}
+	if p.Markers == nil {
+		returned[p.MarkerOffset] = true
+	}
+	for _, tm := range p.Markers {
+		if tm.Marker.Phase != p.ID || tm.Offset > rec.Offset || returned[tm.Offset] {
+			t.Fatalf("phase %d with writer marker %+v at %d", p.ID, tm.Marker, tm.Offset)
+		}
+		returned[tm.Offset] = true
+	}
+	if int64(len(p.Records)) != p.Marker.Count && !mismatched[p.ID] {
+		t.Fatalf("phase %d has %d records, marker count %d, no CountMismatch", p.ID, len(p.Records), p.Marker.Count)
+	}
+	for _, pr := range p.Records {
+		m, _ := Inspect(pr.Headers)
+		if !m.HasPhase || m.Phase != p.ID || m.Marker {
+			t.Fatalf("phase %d holds record %+v", p.ID, pr)
+		}
+		if returned[pr.Offset] || pr.Offset > rec.Offset {
+			t.Fatalf("record at %d returned twice or after its marker", pr.Offset)
+		}
+		returned[pr.Offset] = true
 	}
 }
 
@@ -224,4 +265,91 @@ func hasKind(err error, k ViolationKind) bool {
 		}
 	}
 	return false
+}
+
+// validSeveral writes, from b, what W tasks write on one output partition
+// with several writers (MARKERS.md section 3.3): each writer's records
+// follow section 3.2 on their own, the writers' records interleave as b
+// says, and at the end every writer marks one common last phase. It
+// returns the records and every phase as the Reader must return it.
+func validSeveral(b []byte) ([]Record, []got) {
+	w := 2 + int32(b[0]%3)
+	b = b[1:]
+	type lane struct {
+		ph   uint64
+		left []Record // records of the lane's current phase, then its marker
+	}
+	lanes := make([]lane, w)
+	want := map[uint64][]int64{}
+	var recs []Record
+	var top uint64
+	emit := func(rec Record, ph uint64, data bool) {
+		rec.Offset = int64(len(recs))
+		recs = append(recs, rec)
+		if _, ok := want[ph]; !ok {
+			want[ph] = nil
+		}
+		if data {
+			want[ph] = append(want[ph], rec.Offset)
+		}
+	}
+	for i, c := range b {
+		task := int32(c) % w
+		l := &lanes[task]
+		if len(l.left) == 0 { // open the lane's next phase
+			l.ph += uint64(c/8%3) + 1
+			top = max(top, l.ph)
+			n := int(c/32) % 4
+			for j := range n {
+				l.left = append(l.left, dt(l.ph, "t"+strconv.Itoa(int(task))+"-"+strconv.Itoa(i)+"-"+strconv.Itoa(j), task))
+			}
+			l.left = append(l.left, mt(l.ph, int64(n), task, w))
+		}
+		rec := l.left[0]
+		l.left = l.left[1:]
+		emit(rec, l.ph, len(l.left) > 0)
+	}
+	top++
+	for task := range w { // finish every lane, then a common last phase
+		l := &lanes[task]
+		for i, rec := range l.left {
+			emit(rec, l.ph, i < len(l.left)-1)
+		}
+		emit(mt(top, 0, task, w), top, false)
+	}
+	var phases []got
+	for _, ph := range slices.Sorted(maps.Keys(want)) {
+		phases = append(phases, got{ID: ph, Offsets: want[ph]})
+	}
+	return recs, phases
+}
+
+// checkValidSeveral: a partition with several writers as phasegate writes
+// it gives every phase back, whole, and no violation.
+func checkValidSeveral(t *testing.T, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	recs, want := validSeveral(b)
+	r := NewReader(testPartition)
+	var phases []got
+	for _, rec := range recs {
+		p, err := r.Feed(rec)
+		if err != nil {
+			t.Fatalf("valid stream, offset %d: %v", rec.Offset, err)
+		}
+		for ; p != nil; p = r.Next() {
+			g := got{ID: p.ID}
+			for _, pr := range p.Records {
+				g.Offsets = append(g.Offsets, pr.Offset)
+			}
+			phases = append(phases, g)
+		}
+	}
+	if err := r.End(); err != nil {
+		t.Fatalf("valid stream: End: %v", err)
+	}
+	if !reflect.DeepEqual(phases, want) {
+		t.Fatalf("phases = %+v\nwant %+v", phases, want)
+	}
 }

@@ -86,6 +86,11 @@ func FuzzParseSource(f *testing.F) {
 func FuzzDecodeMarker(f *testing.F) {
 	for _, s := range []string{
 		specExample,
+		specExampleWriters,
+		`{"v":2,"phase":1,"partition":0,"count":0,"sources":{},"watermark_ms":0,"sealed_by":"idle","emitter":"x","task":1}`,
+		`{"v":2,"phase":1,"partition":0,"count":0,"sources":{},"watermark_ms":0,"sealed_by":"idle","emitter":"x","task":2,"writers":2}`,
+		`{"task":0,"writers":2,"v":2,"phase":1,"partition":0,"count":0,"sources":{},"watermark_ms":0,"sealed_by":"idle","emitter":"x"}`,
+		`{"v":1,"phase":1,"partition":0,"count":0,"sources":{},"watermark_ms":0,"sealed_by":"idle","emitter":"x","task":-1,"task":null,"writers":1}`,
 		`{"v":1,"phase":42,"partition":3}`,
 		`{"v":1,"phase":42,"partition":3,"count":0}`,
 		`{"v":1,"phase":18446744073709551615,"partition":2147483647,"count":9223372036854775807,"sources":{"a":9223372036854775807},"watermark_ms":-9223372036854775808,"sealed_by":"idle","emitter":"\u00e9\"\\"}`,
@@ -102,8 +107,8 @@ func FuzzDecodeMarker(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		in, err := DecodeMarker(b)
-		if err != nil {
+		in, inErr := DecodeMarker(b)
+		if err := inErr; err != nil {
 			var me *MalformedError
 			if !errors.As(err, &me) {
 				t.Fatalf("DecodeMarker(%q) error %v is not a *MalformedError", b, err)
@@ -126,8 +131,15 @@ func FuzzDecodeMarker(f *testing.F) {
 			}
 			return
 		}
-		if !reflect.DeepEqual(m, in) {
+		var me *MalformedError
+		switch {
+		case m.Writers == 0 && !reflect.DeepEqual(m, in):
 			t.Fatalf("DecodeOutputMarker(%q) = %+v but DecodeMarker = %+v", b, m, in)
+		case m.Writers != 0 && (!errors.As(inErr, &me) || me.Field != "v"):
+			// MARKERS.md section 3: a "v":2 marker is output only.
+			t.Fatalf("DecodeMarker(%q) = %+v, %v; want a malformed \"v\"", b, in, inErr)
+		case m.Writers != 0 && (m.Writers < 2 || m.Task < 0 || m.Task >= m.Writers):
+			t.Fatalf("DecodeOutputMarker(%q) accepted task %d of %d writers", b, m.Task, m.Writers)
 		}
 		if err := m.ValidateOutput(); err != nil {
 			t.Fatalf("decoded marker %+v fails ValidateOutput: %v", m, err)
@@ -147,7 +159,7 @@ func FuzzDecodeMarker(f *testing.F) {
 }
 
 // fuzzKeys are the header keys FuzzInspect and FuzzReader pick from.
-var fuzzKeys = []string{HeaderMarker, HeaderPhase, HeaderID, HeaderSource, HeaderReason, "phasegate.other", "Phasegate.Phase", "traceparent"}
+var fuzzKeys = []string{HeaderMarker, HeaderPhase, HeaderID, HeaderSource, HeaderReason, "phasegate.other", "Phasegate.Phase", "traceparent", HeaderTask}
 
 // fuzzHeaders splits b at 0xff bytes; each chunk is one header whose
 // first byte picks its key from fuzzKeys (or, from 0xf0 up, makes the
@@ -177,7 +189,7 @@ func refInspect(hs []Header) (Meta, bool) {
 	for _, hd := range hs {
 		k, v := string(hd.Key), hd.Value
 		switch k {
-		case HeaderMarker, HeaderPhase, HeaderID, HeaderSource, HeaderReason:
+		case HeaderMarker, HeaderPhase, HeaderID, HeaderSource, HeaderReason, HeaderTask:
 		default:
 			continue
 		}
@@ -204,6 +216,8 @@ func refInspect(hs []Header) (Meta, bool) {
 			m.ID = v
 		case HeaderSource:
 			m.Source = v
+		case HeaderTask:
+			m.Task = v
 		}
 	}
 	return m, !m.Marker || m.HasPhase
@@ -218,6 +232,9 @@ func FuzzInspect(f *testing.F) {
 	f.Add([]byte("\x02"))
 	f.Add([]byte("\xf0phasegate.phase=18446744073709551616"))
 	f.Add([]byte("\x03orders/1/2\xff\x04late\xff\x05x\xff\x06y"))
+	f.Add([]byte("\x01" + "5" + "\xff" + "\x08" + "3"))
+	f.Add([]byte("\x08" + "3" + "\xff" + "\x08" + "3"))
+	f.Add([]byte("\x08"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		hs := fuzzHeaders(b)
 		got, err := Inspect(hs)

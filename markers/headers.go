@@ -1,14 +1,21 @@
 package markers
 
-// Header names and limits of wire format version 1 (MARKERS.md section 2).
+// Header names and limits of the wire format (MARKERS.md section 2).
 const (
 	HeaderMarker = "phasegate.marker"
 	HeaderPhase  = "phasegate.phase"
 	HeaderID     = "phasegate.id"
 	HeaderSource = "phasegate.source"
 	HeaderReason = "phasegate.reason"
-	// Version is the wire format version, the "v" of every marker value.
+	// HeaderTask names the writer of a data record on an output partition
+	// with several writers (MARKERS.md section 3.3); absent otherwise.
+	HeaderTask = "phasegate.task"
+	// Version is the wire format version of a one-writer marker, the "v" of
+	// every marker of a partition with one writer and of every input marker.
 	Version = 1
+	// VersionWriters is the "v" of a marker on an output partition with
+	// several writers (MARKERS.md section 3.3).
+	VersionWriters = 2
 	// MaxIDLen is the longest phasegate.id value, in bytes.
 	MaxIDLen = 256
 )
@@ -68,6 +75,7 @@ const (
 	seenID
 	seenSource
 	seenReason
+	seenTask
 )
 
 // Meta is what phasegate reads from a record's headers. The zero value is
@@ -84,6 +92,10 @@ type Meta struct {
 	// absent. Observe does not check its syntax: the header only has a
 	// meaning on output records, where ParseSource checks it.
 	Source []byte
+	// Task is the phasegate.task value (aliases the input), nil if absent.
+	// Like Source, Observe does not check its syntax: ParseTask does, on
+	// output partitions with several writers (MARKERS.md section 3.3).
+	Task []byte
 
 	seen uint8 // which phasegate headers Observe has seen
 }
@@ -94,7 +106,7 @@ func (m *Meta) Reset() { *m = Meta{} }
 // Observe takes one header of the record. Headers whose key does not start
 // with "phasegate." and unknown phasegate.* headers are ignored. It returns,
 // without allocating:
-//   - ErrHeaderRepeated when one of the five phasegate headers comes twice;
+//   - ErrHeaderRepeated when one of the six phasegate headers comes twice;
 //   - ErrMarkerValue when phasegate.marker is not exactly "1";
 //   - a ParsePhase error when phasegate.phase is malformed;
 //   - ErrIDEmpty or ErrIDTooLong for a bad phasegate.id.
@@ -118,6 +130,8 @@ func (m *Meta) Observe(key, value []byte) error {
 		bit = seenSource
 	case "reason":
 		bit = seenReason
+	case "task":
+		bit = seenTask
 	default:
 		return nil
 	}
@@ -147,6 +161,8 @@ func (m *Meta) Observe(key, value []byte) error {
 		m.ID = value
 	case seenSource:
 		m.Source = value
+	case seenTask:
+		m.Task = value
 	}
 	return nil
 }
@@ -172,4 +188,16 @@ func Inspect(hs []Header) (Meta, error) {
 		}
 	}
 	return m, m.Check()
+}
+
+// ParseTask parses a phasegate.task value (MARKERS.md section 2): a
+// canonical decimal (no sign, no leading zero) in [0, 2147483647]. It
+// returns ErrTask otherwise, never allocates, and is safe for concurrent
+// use.
+func ParseTask(b []byte) (int32, error) {
+	n, ok := parseCanonical(b, 1<<31-1)
+	if !ok {
+		return 0, ErrTask
+	}
+	return int32(n), nil
 }

@@ -3,6 +3,7 @@ package markers
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -52,6 +53,9 @@ func TestInspect(t *testing.T) {
 		{"2/reason header repeated", []Header{h(HeaderReason, "late"), h(HeaderReason, "late")}, Meta{}, ErrHeaderRepeated},
 		{"2/repeat of a malformed header is still a repeat", []Header{h(HeaderPhase, "x"), h(HeaderPhase, "1")}, Meta{}, ErrPhaseSyntax},
 		{"3/marker without phase header", []Header{h(HeaderMarker, "1")}, Meta{Marker: true}, ErrMarkerNoPhase},
+		{"3.3/task header is read raw, checked by ParseTask", []Header{h(HeaderPhase, "5"), h(HeaderTask, "x")},
+			Meta{HasPhase: true, Phase: 5, Task: []byte("x")}, nil},
+		{"3.3/task header repeated", []Header{h(HeaderTask, "1"), h(HeaderTask, "1")}, Meta{Task: []byte("1")}, ErrHeaderRepeated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +73,8 @@ func TestInspect(t *testing.T) {
 func sameMeta(a, b Meta) bool {
 	return a.Marker == b.Marker && a.HasPhase == b.HasPhase && a.Phase == b.Phase &&
 		bytes.Equal(a.ID, b.ID) && (a.ID == nil) == (b.ID == nil) &&
-		bytes.Equal(a.Source, b.Source) && (a.Source == nil) == (b.Source == nil)
+		bytes.Equal(a.Source, b.Source) && (a.Source == nil) == (b.Source == nil) &&
+		bytes.Equal(a.Task, b.Task) && (a.Task == nil) == (b.Task == nil)
 }
 
 // TestObserveReset checks that a reused Meta forgets the previous record
@@ -143,6 +148,26 @@ func TestReasonValid(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.in.Valid(); got != tt.want {
 				t.Fatalf("Reason(%q).Valid() = %v", tt.in, got)
+			}
+		})
+	}
+}
+
+func TestParseTask(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int32
+		err  error
+	}{
+		{"0", 0, nil}, {"3", 3, nil}, {"2147483647", 2147483647, nil},
+		{"", 0, ErrTask}, {"01", 0, ErrTask}, {"-1", 0, ErrTask}, {"+1", 0, ErrTask},
+		{" 1", 0, ErrTask}, {"2147483648", 0, ErrTask}, {"1e3", 0, ErrTask},
+	}
+	for _, tt := range tests {
+		t.Run("2/phasegate.task "+strconv.Quote(tt.in), func(t *testing.T) {
+			got, err := ParseTask([]byte(tt.in))
+			if got != tt.want || err != tt.err {
+				t.Fatalf("ParseTask(%q) = %d, %v; want %d, %v", tt.in, got, err, tt.want, tt.err)
 			}
 		})
 	}

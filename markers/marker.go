@@ -17,11 +17,23 @@ type Marker struct {
 	WatermarkMs int64            // output only
 	SealedBy    SealedBy         // output only
 	Emitter     string           // output only
+	// Writers is how many tasks write the marker's partition when there
+	// are several (MARKERS.md section 3.3): a marker with Writers >= 2 is
+	// written as "v":2 with "task" and "writers". Writers is 0 on a
+	// one-writer partition, whose markers are "v":1, byte for byte as in
+	// version 1.
+	Writers int32
+	// Task is the writer's task number on the partition, 0 <= Task <
+	// Writers; 0 when Writers is 0. In the summary marker of a Phase with
+	// several writers (Reader), it is -1.
+	Task int32
 }
 
-// AppendOutput appends the output form of m to dst: every field, "v":1
+// AppendOutput appends the output form of m to dst: every field, "v"
 // first, in the order of MARKERS.md section 3, sources sorted by topic, no
-// spaces. "count" is always written (HasCount is not consulted) because
+// spaces. With Writers 0 it writes "v":1 and neither "task" nor
+// "writers"; otherwise "v":2 with "task" and "writers" after "partition"
+// (section 3.3). "count" is always written (HasCount is not consulted) because
 // it is required on output. Strings are escaped as encoding/json does,
 // except that '<', '>' and '&' are kept; invalid UTF-8 becomes U+FFFD. A
 // nil Sources is written as {}.
@@ -31,7 +43,15 @@ type Marker struct {
 // DecodeOutputMarker(m.AppendOutput(nil)) returns m with HasCount set and
 // Sources non-nil.
 func (m Marker) AppendOutput(dst []byte) []byte {
-	dst = m.appendHead(dst)
+	if m.Writers == 0 {
+		dst = m.appendHead(dst, Version)
+	} else {
+		dst = m.appendHead(dst, VersionWriters)
+		dst = append(dst, `,"task":`...)
+		dst = strconv.AppendInt(dst, int64(m.Task), 10)
+		dst = append(dst, `,"writers":`...)
+		dst = strconv.AppendInt(dst, int64(m.Writers), 10)
+	}
 	dst = append(dst, `,"count":`...)
 	dst = strconv.AppendInt(dst, m.Count, 10)
 	dst = append(dst, `,"sources":{`...)
@@ -54,9 +74,10 @@ func (m Marker) AppendOutput(dst []byte) []byte {
 
 // AppendInput appends the input form of m to dst (MARKERS.md section 3.1):
 // "v", "phase", "partition", and "count" when HasCount. It is what a
-// producer writes; tests use it to build input markers.
+// producer writes; tests use it to build input markers. Input markers are
+// "v":1: Task and Writers are not written.
 func (m Marker) AppendInput(dst []byte) []byte {
-	dst = m.appendHead(dst)
+	dst = m.appendHead(dst, Version)
 	if m.HasCount {
 		dst = append(dst, `,"count":`...)
 		dst = strconv.AppendInt(dst, m.Count, 10)
@@ -64,9 +85,9 @@ func (m Marker) AppendInput(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-func (m Marker) appendHead(dst []byte) []byte {
+func (m Marker) appendHead(dst []byte, version int64) []byte {
 	dst = append(dst, `{"v":`...)
-	dst = strconv.AppendInt(dst, Version, 10)
+	dst = strconv.AppendInt(dst, version, 10)
 	dst = append(dst, `,"phase":`...)
 	dst = strconv.AppendUint(dst, m.Phase, 10)
 	dst = append(dst, `,"partition":`...)
@@ -76,7 +97,9 @@ func (m Marker) appendHead(dst []byte) []byte {
 // ValidateOutput reports, as a *MalformedError, what would make
 // DecodeOutputMarker reject m.AppendOutput: a negative partition or count,
 // a source that is not a Kafka topic name or has a negative count, sources
-// that do not add up to count, an unknown sealed_by, an empty emitter.
+// that do not add up to count, an unknown sealed_by, an empty emitter,
+// Writers 1 or negative, a Task outside [0, Writers) (or not 0 when
+// Writers is 0).
 // phasegate calls it before writing a marker.
 func (m Marker) ValidateOutput() error {
 	if err := m.validate(true); err != nil {
@@ -118,6 +141,14 @@ func (m *Marker) validate(output bool) *MalformedError {
 	}
 	if output && m.Emitter == "" {
 		return malformed("emitter", "is empty")
+	}
+	switch {
+	case m.Writers == 0 && m.Task != 0:
+		return malformed("task", "is set on a one-writer marker")
+	case m.Writers == 1 || m.Writers < 0:
+		return malformed("writers", strconv.Itoa(int(m.Writers))+" is not 2 or more (a one-writer marker is \"v\":1)")
+	case m.Writers > 0 && (m.Task < 0 || m.Task >= m.Writers):
+		return malformed("task", strconv.Itoa(int(m.Task))+" is not below writers "+strconv.Itoa(int(m.Writers)))
 	}
 	return nil
 }

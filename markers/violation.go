@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// ViolationKind is the rule of MARKERS.md section 3.2 a Reader saw broken.
+// ViolationKind is the rule of MARKERS.md section 3.2 (or 3.3, rules M1 to
+// M8, on a partition with several writers) a Reader saw broken.
 type ViolationKind int
 
 // The kinds of Violation. The zero value is not a kind.
@@ -65,9 +66,13 @@ type Violation struct {
 	// Prior is the phase a PhaseBackwards or DataAfterMarker record went
 	// back from.
 	Prior     uint64
-	Want, Got int64  // CountMismatch: marker count and records read; MissingMarker: Got only
-	Detail    string // human-readable specifics
-	Err       error  // the underlying error of a Malformed violation, or nil
+	Want, Got int64 // CountMismatch: marker count and records read; MissingMarker: Got only
+	// Task is the writer (lane) the violation concerns on a partition with
+	// several writers (MARKERS.md section 3.3), when HasTask.
+	Task    int32
+	HasTask bool
+	Detail  string // human-readable specifics
+	Err     error  // the underlying error of a Malformed violation, or nil
 }
 
 func (v *Violation) Error() string {
@@ -78,6 +83,10 @@ func (v *Violation) Error() string {
 	b.WriteString(itoa(v.Offset))
 	b.WriteString(" phase ")
 	b.WriteString(strconv.FormatUint(v.Phase, 10))
+	if v.HasTask {
+		b.WriteString(" task ")
+		b.WriteString(itoa(int64(v.Task)))
+	}
 	b.WriteString(": ")
 	b.WriteString(v.Kind.String())
 	switch v.Kind {
