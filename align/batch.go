@@ -53,6 +53,9 @@ type Write[M any] struct {
 	// Phase is the phasegate.phase header value (Data, MarkerWrite),
 	// shared by every write of the phase.
 	Phase []byte
+	// Task is the phasegate.task header value of a Data write on a
+	// partition with several writers (MARKERS.md 3.3); nil otherwise.
+	Task []byte
 	// Value is the marker's JSON (MarkerWrite); its timestamp is Seal.Sealed.
 	Value []byte
 	Seal  *Sealed // MarkerWrite: the phase it seals
@@ -73,7 +76,7 @@ func (s *Session[M]) build() *Batch[M] {
 	b := &Batch[M]{Seals: make([]Sealed, len(s.sealed)), Quarantined: map[markers.Reason]int{},
 		Duplicates: s.dups, quarantined: len(s.quar)}
 	s.dups = Duplicates{}
-	n := len(s.quar) + len(s.sealed)*int(s.cfg.OutputPartitions)
+	n := len(s.quar) + len(s.sealed)*len(s.cfg.Outputs)
 	for _, seal := range s.sealed {
 		if ph := s.phases[seal.Phase]; ph != nil {
 			n += len(ph.items)
@@ -101,7 +104,7 @@ func (s *Session[M]) build() *Batch[M] {
 }
 
 // appendPhase appends a sealed phase's data records, then one marker on
-// every output partition (MARKERS.md 3.2).
+// every output partition the session writes (MARKERS.md 3.2, 3.3).
 func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 	ph := s.phases[sl.Phase]
 	outs := s.cfg.OutputPartitions
@@ -120,16 +123,18 @@ func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 			counts[it.out]++
 			sources[it.out][topic]++
 			sl.PerTopic[topic]++
-			b.Writes = append(b.Writes, Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Phase: hdr})
+			b.Writes = append(b.Writes, Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Phase: hdr, Task: s.taskHdr[it.out]})
 		}
 		b.Records += len(ph.items)
 	}
-	for q := range outs {
+	for _, o := range s.cfg.Outputs {
+		q := o.Partition
 		m := markers.Marker{
 			Phase: sl.Phase, Partition: q, Count: counts[q], HasCount: true, Sources: sources[q],
 			WatermarkMs: sl.WatermarkMs, SealedBy: markers.SealedBy(sl.By.String()), Emitter: s.cfg.Emitter,
+			Task: o.Task, Writers: o.Writers,
 		}
 		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: q, Phase: hdr, Value: m.AppendOutput(nil), Seal: sl})
 	}
-	b.Markers += int(outs)
+	b.Markers += len(s.cfg.Outputs)
 }

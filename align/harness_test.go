@@ -201,12 +201,15 @@ func (h *harness) commit(b *Batch[string]) {
 		switch w.Kind {
 		case Data:
 			part := h.out[w.Partition]
-			part = append(part, markers.Record{Key: []byte("k"), Value: []byte(w.Msg), Offset: int64(len(part)), Headers: []markers.Header{
+			hs := []markers.Header{
 				{Key: []byte(markers.HeaderPhase), Value: w.Phase},
 				{Key: []byte(markers.HeaderID), Value: []byte(w.Msg)},
 				{Key: []byte(markers.HeaderSource), Value: []byte(sourceOf(w.Msg))},
-			}})
-			h.out[w.Partition] = part
+			}
+			if w.Task != nil {
+				hs = append(hs, markers.Header{Key: []byte(markers.HeaderTask), Value: w.Task})
+			}
+			h.out[w.Partition] = append(part, markers.Record{Key: []byte("k"), Value: []byte(w.Msg), Offset: int64(len(part)), Headers: hs})
 		case MarkerWrite:
 			part := h.out[w.Partition]
 			part = append(part, markers.Record{Value: w.Value, Offset: int64(len(part)), Headers: []markers.Header{

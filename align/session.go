@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,11 @@ type Config struct {
 	// the output and quarantine topics; both > 0.
 	OutputPartitions     int32
 	QuarantinePartitions int32
+	// Outputs are the output partitions this session writes a marker on
+	// for each sealed phase, with the marker's Task and Writers fields
+	// (tasks.Layout.MarkerFields; 0 and 0 on a partition with one writer).
+	// Nil means every output partition, with one writer each.
+	Outputs []Output
 	// Emitter is written into every output marker (the transactional ID).
 	Emitter    string
 	Routing    Routing
@@ -41,10 +47,20 @@ func (c Config) Validate() error {
 	case c.Watermarks.Now == nil:
 		return errors.New("align: Watermarks.Now (the clock) is required")
 	}
+	for _, o := range c.Outputs {
+		if o.Partition < 0 || o.Partition >= c.OutputPartitions {
+			return fmt.Errorf("align: output partition %d out of [0, %d)", o.Partition, c.OutputPartitions)
+		}
+	}
 	if err := c.Watermarks.Validate(); err != nil {
 		return err
 	}
 	return c.Dedupe.Validate()
+}
+
+// Output is an output partition a session writes markers on.
+type Output struct {
+	Partition, Task, Writers int32
 }
 
 // TP names an input partition.
@@ -95,6 +111,9 @@ type Session[M any] struct {
 	replaying int
 	foreign   []TP
 	idbuf     []byte
+	// taskHdr is, per output partition, the phasegate.task value of this
+	// session's data there: nil where it is the only writer.
+	taskHdr [][]byte
 }
 
 // New starts a session over the partitions in starts. A partition whose
@@ -133,9 +152,20 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Outputs == nil {
+		for o := range cfg.OutputPartitions {
+			cfg.Outputs = append(cfg.Outputs, Output{Partition: o})
+		}
+	}
 	s := &Session[M]{
 		cfg: cfg, now: cfg.Watermarks.Now, tracker: tracker, dedupe: cache, markers: dedupe.NewMarkers(),
 		parts: make(map[TP]*part, len(starts)), phases: map[uint64]*phase[M]{}, foreign: foreign,
+		taskHdr: make([][]byte, cfg.OutputPartitions),
+	}
+	for _, o := range cfg.Outputs {
+		if o.Writers >= 2 {
+			s.taskHdr[o.Partition] = strconv.AppendInt(nil, int64(o.Task), 10) // MARKERS.md 2
+		}
 	}
 	for i, st := range starts {
 		cm := metas[i]
@@ -173,6 +203,14 @@ func (s *Session[M]) Partitions() []TP {
 	}
 	return out
 }
+
+// Floor caps the session's global watermark with the lowest watermark of
+// the other tasks sharing it (watermarks.Tracker.Floor); set false lifts it.
+func (s *Session[M]) Floor(m watermarks.Mark, set bool) { s.tracker.Floor(m, set) }
+
+// Local is the session's own watermark as of the last Step, before the
+// Floor: what it reports to the other tasks.
+func (s *Session[M]) Local() watermarks.Mark { return s.tracker.Local() }
 
 // Foreign lists the partitions whose committed metadata was not
 // phasegate's: they start without replay protection.
