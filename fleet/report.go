@@ -32,11 +32,20 @@ type Report struct {
 	// highest Low of its partitions and past its newest open phase (what
 	// the single-instance tracker uses when every partition is idle);
 	// High >= Low. Equal to Low for a live task.
-	High       uint64
+	High uint64
+	// Open lists, ascending, the phases for which the task holds data it
+	// has not sealed yet. Other tasks learn from it which phases hold data
+	// somewhere, so that they write a marker for each of them on their
+	// own output partitions (docs/FLEET.md, rule F7). At most MaxOpen.
+	Open       []uint64
 	Owner      string // the owner instance (its transactional ID)
 	Generation int32  // the group generation in which Owner holds the task
 	AtMs       int64  // the owner's wall clock when it wrote the report; for operators only
 }
+
+// MaxOpen bounds Report.Open: a task holding more open phases reports the
+// lowest MaxOpen (the others are reported once those are sealed).
+const MaxOpen = 4096
 
 // ErrReport: a key or value that is not a watermark report of this
 // version; the concrete error says why.
@@ -44,16 +53,17 @@ var ErrReport = errors.New("fleet: malformed watermark report")
 
 // wire is the JSON value, in this field order.
 type wire struct {
-	V          *int    `json:"v"`
-	Task       *int32  `json:"task"`
-	Layout     *string `json:"layout"`
-	Low        *uint64 `json:"low"`
-	LowMs      *int64  `json:"low_ms"`
-	Idle       *bool   `json:"idle"`
-	High       *uint64 `json:"high"`
-	Owner      *string `json:"owner"`
-	Generation *int32  `json:"generation"`
-	AtMs       *int64  `json:"at_ms"`
+	V          *int      `json:"v"`
+	Task       *int32    `json:"task"`
+	Layout     *string   `json:"layout"`
+	Low        *uint64   `json:"low"`
+	LowMs      *int64    `json:"low_ms"`
+	Idle       *bool     `json:"idle"`
+	High       *uint64   `json:"high"`
+	Open       *[]uint64 `json:"open"`
+	Owner      *string   `json:"owner"`
+	Generation *int32    `json:"generation"`
+	AtMs       *int64    `json:"at_ms"`
 }
 
 // AppendKey appends the record key, the task ID in decimal ASCII.
@@ -63,15 +73,19 @@ func (r Report) AppendKey(dst []byte) []byte { return strconv.AppendInt(dst, int
 // the order of docs/FLEET.md. Call Validate first for a report that does
 // not come from DecodeReport.
 func (r Report) AppendValue(dst []byte) []byte {
-	v, layout := Version, fmt.Sprintf("%016x", r.Layout)
+	v, layout, open := Version, fmt.Sprintf("%016x", r.Layout), r.Open
+	if open == nil {
+		open = []uint64{} // "open":[], never null
+	}
 	b, _ := json.Marshal(wire{V: &v, Task: &r.Task, Layout: &layout, Low: &r.Low, LowMs: &r.LowMs, Idle: &r.Idle,
-		High: &r.High, Owner: &r.Owner, Generation: &r.Generation, AtMs: &r.AtMs}) // cannot fail: plain fields
+		High: &r.High, Open: &open, Owner: &r.Owner, Generation: &r.Generation, AtMs: &r.AtMs}) // cannot fail: plain fields
 	return append(dst, b...)
 }
 
 // Validate reports, wrapping ErrReport, what DecodeReport would reject in
 // r's encoding: a negative task, High below Low, a live task with High
-// different from Low, an empty owner.
+// different from Low, Open not strictly ascending or longer than MaxOpen,
+// an empty owner.
 func (r Report) Validate() error {
 	switch {
 	case r.Task < 0:
@@ -82,6 +96,13 @@ func (r Report) Validate() error {
 		return fmt.Errorf("%w: a live task's high %d differs from its low %d", ErrReport, r.High, r.Low)
 	case r.Owner == "":
 		return fmt.Errorf("%w: empty owner", ErrReport)
+	case len(r.Open) > MaxOpen:
+		return fmt.Errorf("%w: %d open phases, at most %d", ErrReport, len(r.Open), MaxOpen)
+	}
+	for i := 1; i < len(r.Open); i++ {
+		if r.Open[i] <= r.Open[i-1] {
+			return fmt.Errorf("%w: open phases are not strictly ascending", ErrReport)
+		}
 	}
 	return nil
 }
@@ -123,7 +144,7 @@ func DecodeReport(key, value []byte) (r Report, ok bool, err error) {
 	missing := ""
 	for name, set := range map[string]bool{"v": w.V != nil, "task": w.Task != nil, "layout": w.Layout != nil,
 		"low": w.Low != nil, "low_ms": w.LowMs != nil, "idle": w.Idle != nil, "high": w.High != nil,
-		"owner": w.Owner != nil, "generation": w.Generation != nil, "at_ms": w.AtMs != nil} {
+		"open": w.Open != nil && *w.Open != nil, "owner": w.Owner != nil, "generation": w.Generation != nil, "at_ms": w.AtMs != nil} {
 		if !set && (missing == "" || name < missing) {
 			missing = name
 		}
@@ -141,7 +162,10 @@ func DecodeReport(key, value []byte) (r Report, ok bool, err error) {
 		return Report{}, false, fmt.Errorf("%w: layout %q is not 16 lower-case hex digits", ErrReport, *w.Layout)
 	}
 	r = Report{Task: task, Layout: layout, Low: *w.Low, LowMs: *w.LowMs, Idle: *w.Idle, High: *w.High,
-		Owner: *w.Owner, Generation: *w.Generation, AtMs: *w.AtMs}
+		Open: *w.Open, Owner: *w.Owner, Generation: *w.Generation, AtMs: *w.AtMs}
+	if len(r.Open) == 0 {
+		r.Open = nil
+	}
 	if err := r.Validate(); err != nil {
 		return Report{}, false, err
 	}

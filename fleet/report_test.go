@@ -9,10 +9,10 @@ import (
 )
 
 // specValue is the example value of docs/FLEET.md, on one line.
-const specValue = `{"v":1,"task":3,"layout":"9f1c0a2b4d6e8f01","low":41,"low_ms":1733140800000,"idle":false,"high":41,"owner":"phasegate-1","generation":7,"at_ms":1733140801234}`
+const specValue = `{"v":1,"task":3,"layout":"9f1c0a2b4d6e8f01","low":41,"low_ms":1733140800000,"idle":false,"high":41,"open":[40,41],"owner":"phasegate-1","generation":7,"at_ms":1733140801234}`
 
 func specReport() Report {
-	return Report{Task: 3, Layout: 0x9f1c0a2b4d6e8f01, Low: 41, LowMs: 1733140800000, High: 41,
+	return Report{Task: 3, Layout: 0x9f1c0a2b4d6e8f01, Low: 41, LowMs: 1733140800000, High: 41, Open: []uint64{40, 41},
 		Owner: "phasegate-1", Generation: 7, AtMs: 1733140801234}
 }
 
@@ -65,6 +65,11 @@ func TestDecodeReport(t *testing.T) {
 		{"high below low", "3", rep(`"high":41`, `"high":40`), false, false},
 		{"a live task's high differs from its low", "3", rep(`"high":41`, `"high":42`), false, false},
 		{"empty owner", "3", rep(`"phasegate-1"`, `""`), false, false},
+		{"no open phases", "3", rep(`[40,41]`, `[]`), false, true},
+		{"open phases null", "3", rep(`[40,41]`, `null`), false, false},
+		{"open phases not ascending", "3", rep(`[40,41]`, `[41,40]`), false, false},
+		{"open phase repeated", "3", rep(`[40,41]`, `[41,41]`), false, false},
+		{"open phase not an integer", "3", rep(`[40,41]`, `[40.5]`), false, false},
 		{"negative low", "3", rep(`"low":41`, `"low":-1`), false, false},
 		{"generation beyond int32", "3", rep(`"generation":7`, `"generation":2147483648`), false, false},
 		{"not an object", "3", `[]`, false, false},
@@ -94,7 +99,8 @@ func TestDecodeReport(t *testing.T) {
 
 func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte("3"), []byte(specValue))
-	f.Add([]byte("0"), []byte(`{"v":1,"task":0,"layout":"0000000000000001","low":5,"low_ms":-3,"idle":true,"high":9,"owner":"x","generation":-1,"at_ms":0}`))
+	f.Add([]byte("0"), []byte(`{"v":1,"task":0,"layout":"0000000000000001","low":5,"low_ms":-3,"idle":true,"high":9,"open":[],"owner":"x","generation":-1,"at_ms":0}`))
+	f.Add([]byte("1"), []byte(`{"v":1,"task":1,"layout":"0000000000000001","low":5,"low_ms":-3,"idle":true,"high":9,"open":[3,2],"owner":"x","generation":-1,"at_ms":0}`))
 	f.Add([]byte("3"), []byte(strings.Replace(specValue, `"v":1`, `"V":1,"v":1`, 1)))
 	f.Add([]byte("03"), []byte(specValue))
 	f.Add([]byte("3"), []byte(`{}`))

@@ -1,5 +1,7 @@
 package fleet
 
+import "slices"
+
 // View combines the latest report of every task into the global watermark
 // of the fleet (docs/FLEET.md, "The global watermark"). Create it with
 // NewView; feed it every record of the watermark topic (Apply, Forget) and
@@ -11,13 +13,14 @@ type View struct {
 	held     []*Report // latest usable report per task, nil when none
 	global   uint64
 	globalMs int64
-	started  bool // global has been computed once
+	started  bool                // global has been computed once
+	data     map[uint64]struct{} // phases some task reported open (F7), until Prune
 }
 
 // NewView returns a View of tasks 0..n-1 under layout fingerprint layout,
 // holding no report: it holds the watermark until every task reported.
 func NewView(n int, layout uint64) *View {
-	return &View{layout: layout, gen: -1, held: make([]*Report, n)}
+	return &View{layout: layout, gen: -1, held: make([]*Report, n), data: map[uint64]struct{}{}}
 }
 
 // SetGeneration tells the view the instance's current group generation
@@ -34,10 +37,15 @@ func (v *View) SetGeneration(gen int32) { v.gen = gen }
 // (rules F1 and F2) reports of another layout, of a task outside the view,
 // and of a generation below that of the held report, which come from a
 // stale owner (a zombie that missed the rebalance), unless the held report
-// is itself from beyond the current generation.
+// is itself from beyond the current generation. The open phases of every
+// report of the layout, replacing or not, are kept for DataPhases (F7):
+// they are facts about the input whoever saw them.
 func (v *View) Apply(r Report) bool {
 	if r.Layout != v.layout || r.Task < 0 || int(r.Task) >= len(v.held) {
 		return false
+	}
+	for _, ph := range r.Open {
+		v.data[ph] = struct{}{}
 	}
 	h := v.held[r.Task]
 	if h != nil && r.Generation < h.Generation && h.Generation <= v.gen {
@@ -132,4 +140,29 @@ func (v *View) Tasks() []TaskState {
 		}
 	}
 	return out
+}
+
+// DataPhases returns, ascending, the phases in [from, below) that some
+// task reported holding data for (docs/FLEET.md, rule F7): when a task
+// seals up to below, it writes a marker for each of them, plus its own, on
+// every output partition it writes.
+func (v *View) DataPhases(from, below uint64) []uint64 {
+	var out []uint64
+	for ph := range v.data {
+		if ph >= from && ph < below {
+			out = append(out, ph)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Prune forgets the data phases below below; call it once every task the
+// instance owns has sealed past below.
+func (v *View) Prune(below uint64) {
+	for ph := range v.data {
+		if ph < below {
+			delete(v.data, ph)
+		}
+	}
 }

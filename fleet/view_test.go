@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -146,5 +147,34 @@ func TestViewTimeWatermark(t *testing.T) {
 		if _, ms, _ := v.Advance(); ms != st.want {
 			t.Fatalf("step %d: globalMs = %d, want %d", i, ms, st.want)
 		}
+	}
+}
+
+// TestViewDataPhases: every task learns which phases hold data somewhere
+// (F7), from replacing and stale reports alike, until it prunes them.
+func TestViewDataPhases(t *testing.T) {
+	v := NewView(2, fp)
+	v.SetGeneration(2)
+	with := func(r Report, open ...uint64) Report { r.Open = open; return r }
+	v.Apply(with(live(0, 5, 2), 3, 5))
+	v.Apply(with(live(1, 9, 2), 7))
+	v.Apply(with(live(1, 4, 1), 4))                                                          // a stale owner: not held, but its data is a fact
+	v.Apply(Report{Task: 0, Layout: fp + 1, Low: 6, High: 6, Open: []uint64{6}, Owner: "x"}) // another layout: ignored
+	tests := []struct {
+		from, below uint64
+		want        []uint64
+	}{
+		{0, 100, []uint64{3, 4, 5, 7}},
+		{4, 7, []uint64{4, 5}},
+		{8, 100, nil},
+	}
+	for _, tt := range tests {
+		if got := v.DataPhases(tt.from, tt.below); !slices.Equal(got, tt.want) {
+			t.Fatalf("DataPhases(%d, %d) = %v, want %v", tt.from, tt.below, got, tt.want)
+		}
+	}
+	v.Prune(5)
+	if got := v.DataPhases(0, 100); !slices.Equal(got, []uint64{5, 7}) {
+		t.Fatalf("after Prune(5): %v, want [5 7]", got)
 	}
 }
