@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"slices"
+	"testing"
+)
+
+const fp = 0xabc
+
+// live and idle build usable reports for the view tests.
+func live(task int32, low uint64, gen int32) Report {
+	return Report{Task: task, Layout: fp, Low: low, LowMs: int64(low) * 1000, High: low, Owner: "i", Generation: gen}
+}
+
+func idle(task int32, low, high uint64, gen int32) Report {
+	r := live(task, low, gen)
+	r.Idle, r.High = true, high
+	return r
+}
+
+// step is one event fed to a View, then the expected result of Advance.
+type step struct {
+	apply  []Report
+	forget []int32
+	gen    int32 // SetGeneration before Advance when > 0
+	global uint64
+	held   int32
+}
+
+func TestView(t *testing.T) {
+	tests := []struct {
+		name  string
+		tasks int
+		steps []step
+	}{
+		{"F3: nothing seals until every task reported", 3, []step{
+			{gen: 1, held: 0},
+			{apply: []Report{live(0, 5, 1), live(2, 7, 1)}, held: 1},
+			{apply: []Report{live(1, 6, 1)}, global: 5, held: -1},
+		}},
+		{"F4: the global is the minimum low over live tasks", 3, []step{
+			{gen: 1, apply: []Report{live(0, 9, 1), live(1, 4, 1), live(2, 7, 1)}, global: 4, held: -1},
+			{apply: []Report{live(1, 8, 1)}, global: 7, held: -1},
+		}},
+		{"F4: an idle task holds no one back", 3, []step{
+			{gen: 1, apply: []Report{live(0, 9, 1), idle(1, 2, 3, 1), live(2, 7, 1)}, global: 7, held: -1},
+		}},
+		{"F4: every task idle: the highest high", 3, []step{
+			{gen: 1, apply: []Report{idle(0, 3, 9, 1), idle(1, 2, 12, 1), idle(2, 7, 7, 1)}, global: 12, held: -1},
+		}},
+		{"F4: a task that was idle and comes back behind holds again, above the clamp", 2, []step{
+			{gen: 1, apply: []Report{live(0, 9, 1), idle(1, 2, 3, 1)}, global: 9, held: -1},
+			{apply: []Report{live(1, 4, 1)}, global: 9, held: -1},
+			{apply: []Report{live(1, 11, 1)}, global: 9, held: -1},
+			{apply: []Report{live(0, 10, 1)}, global: 10, held: -1},
+		}},
+		{"F5: the global never decreases when a moved task reports a lower low", 2, []step{
+			{gen: 1, apply: []Report{live(0, 9, 1), live(1, 8, 1)}, global: 8, held: -1},
+			{gen: 2, apply: []Report{live(0, 9, 2), live(1, 5, 2)}, global: 8, held: -1},
+			{apply: []Report{live(1, 10, 2)}, global: 9, held: -1},
+		}},
+		{"F2: a stale owner's report never replaces a newer generation's", 2, []step{
+			{gen: 2, apply: []Report{live(0, 5, 2), live(1, 5, 2)}, global: 5, held: -1},
+			{apply: []Report{idle(0, 9, 20, 1), live(1, 20, 1)}, global: 5, held: -1},
+		}},
+		{"F2: a report of the same generation replaces the held one", 1, []step{
+			{gen: 2, apply: []Report{live(0, 5, 2), live(0, 6, 2)}, global: 6, held: -1},
+		}},
+		{"F3: a report from a generation the instance has not reached is not used yet", 2, []step{
+			{gen: 3, apply: []Report{live(0, 5, 3), live(1, 6, 3)}, global: 5, held: -1},
+			{apply: []Report{live(0, 9, 4), live(1, 9, 4)}, global: 5, held: 0},
+			{gen: 4, global: 9, held: -1},
+		}},
+		{"F2: after a group reset, reports of the old incarnation give way", 2, []step{
+			{gen: 1, apply: []Report{live(0, 5, 40), live(1, 6, 40)}, global: 0, held: 0},
+			{apply: []Report{live(0, 7, 1)}, global: 0, held: 1},
+			{apply: []Report{live(1, 8, 1)}, global: 7, held: -1},
+		}},
+		{"F1: reports of another layout or of tasks outside the layout are ignored", 1, []step{
+			{gen: 1, apply: []Report{{Task: 0, Layout: fp + 1, Low: 5, High: 5, Owner: "i", Generation: 1}, live(1, 5, 1)}, held: 0},
+		}},
+		{"F3: a withdrawn report holds the watermark again", 2, []step{
+			{gen: 1, apply: []Report{live(0, 5, 1), live(1, 6, 1)}, global: 5, held: -1},
+			{forget: []int32{1}, apply: []Report{live(0, 9, 1)}, global: 5, held: 1},
+		}},
+		{"F3: the dead owner's task holds until its new owner reports", 2, []step{
+			{gen: 5, apply: []Report{live(0, 5, 5), live(1, 5, 5)}, global: 5, held: -1},
+			{gen: 6, apply: []Report{live(0, 9, 6)}, global: 5, held: -1}, // task 1's gen-5 report still counts: 5
+			{apply: []Report{live(1, 7, 6)}, global: 7, held: -1},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewView(tt.tasks, fp)
+			for i, st := range tt.steps {
+				if st.gen > 0 {
+					v.SetGeneration(st.gen)
+				}
+				for _, task := range st.forget {
+					v.Forget(task)
+				}
+				for _, r := range st.apply {
+					v.Apply(r)
+				}
+				global, _, held := v.Advance()
+				if global != st.global || held != st.held {
+					t.Fatalf("step %d: Advance = %d, held by %d; want %d, held by %d (%+v)", i, global, held, st.global, st.held, v.Tasks())
+				}
+			}
+		})
+	}
+}
+
+func TestViewTasks(t *testing.T) {
+	v := NewView(2, fp)
+	v.SetGeneration(3)
+	v.Apply(live(0, 5, 3))
+	v.Apply(live(1, 5, 4))
+	got := v.Tasks()
+	if !got[0].Reported || !got[0].Usable || got[0].Report.Low != 5 || !got[1].Reported || got[1].Usable {
+		t.Fatalf("Tasks = %+v", got)
+	}
+	if _, _, ok := v.Global(); ok {
+		t.Fatal("Global ok before Advance")
+	}
+}
+
+// TestViewTimeWatermark: low_ms combines like low (F4, F5): the minimum
+// over live tasks, the maximum when all are idle, never decreasing.
+func TestViewTimeWatermark(t *testing.T) {
+	at := func(r Report, ms int64) Report { r.LowMs = ms; return r }
+	v := NewView(2, fp)
+	v.SetGeneration(1)
+	steps := []struct {
+		apply []Report
+		want  int64
+	}{
+		{[]Report{at(live(0, 1, 1), 5000), at(live(1, 1, 1), 3000)}, 3000},
+		{[]Report{at(live(1, 1, 1), 4000)}, 4000},
+		{[]Report{at(live(1, 1, 1), 1000)}, 4000},
+		{[]Report{at(idle(0, 1, 1, 1), 9000), at(idle(1, 1, 1, 1), 6000)}, 9000},
+	}
+	for i, st := range steps {
+		for _, r := range st.apply {
+			v.Apply(r)
+		}
+		if _, ms, _ := v.Advance(); ms != st.want {
+			t.Fatalf("step %d: globalMs = %d, want %d", i, ms, st.want)
+		}
+	}
+}
+
+// TestViewDataPhases: every task learns which phases hold data somewhere
+// (F7), from replacing and stale reports alike, until it prunes them.
+func TestViewDataPhases(t *testing.T) {
+	v := NewView(2, fp)
+	v.SetGeneration(2)
+	with := func(r Report, open ...uint64) Report { r.Open = open; return r }
+	v.Apply(with(live(0, 5, 2), 3, 5))
+	v.Apply(with(live(1, 9, 2), 7))
+	v.Apply(with(live(1, 4, 1), 4))                                                          // a stale owner: not held, but its data is a fact
+	v.Apply(Report{Task: 0, Layout: fp + 1, Low: 6, High: 6, Open: []uint64{6}, Owner: "x"}) // another layout: ignored
+	tests := []struct {
+		from, below uint64
+		want        []uint64
+	}{
+		{0, 100, []uint64{3, 4, 5, 7}},
+		{4, 7, []uint64{4, 5}},
+		{8, 100, nil},
+	}
+	for _, tt := range tests {
+		if got := v.DataPhases(tt.from, tt.below); !slices.Equal(got, tt.want) {
+			t.Fatalf("DataPhases(%d, %d) = %v, want %v", tt.from, tt.below, got, tt.want)
+		}
+	}
+	v.Prune(5)
+	if got := v.DataPhases(0, 100); !slices.Equal(got, []uint64{5, 7}) {
+		t.Fatalf("after Prune(5): %v, want [5 7]", got)
+	}
+}
