@@ -71,8 +71,9 @@ type Outcome struct {
 }
 
 // Handle is the per-record path: classify, deduplicate, track, buffer.
-// Records of a partition must come in offset order.
-func (s *Session[M]) Handle(r Record[M]) Outcome {
+// Records of a partition must come in offset order. Handle keeps r.Msg, not
+// r: the caller may reuse r for the next record.
+func (s *Session[M]) Handle(r *Record[M]) Outcome {
 	ps := s.parts[TP{r.Topic, r.Partition}]
 	if ps == nil {
 		return Outcome{Kind: Ignored}
@@ -125,7 +126,7 @@ func (s *Session[M]) Handle(r Record[M]) Outcome {
 }
 
 // marker handles an input marker (MARKERS.md 3.1).
-func (s *Session[M]) marker(ps *part, r Record[M], replay bool) Outcome {
+func (s *Session[M]) marker(ps *part, r *Record[M], replay bool) Outcome {
 	mk, err := markers.DecodeMarker(r.Value)
 	switch {
 	case err != nil:
@@ -160,7 +161,7 @@ func (s *Session[M]) marker(ps *part, r Record[M], replay bool) Outcome {
 	return Outcome{Kind: Marker, Phase: mk.Phase}
 }
 
-func (s *Session[M]) malformed(ps *part, r Record[M], replay bool, err error) Outcome {
+func (s *Session[M]) malformed(ps *part, r *Record[M], replay bool, err error) Outcome {
 	if replay {
 		return Outcome{Kind: Resolved, Replay: true} // quarantined by a committed transaction
 	}
@@ -183,7 +184,7 @@ type quarantined[M any] struct {
 
 // quarantine queues r for the quarantine topic; it is written by the next
 // Batch, which commits its input offset.
-func (s *Session[M]) quarantine(ps *part, r Record[M], reason markers.Reason, why string) Outcome {
+func (s *Session[M]) quarantine(ps *part, r *Record[M], reason markers.Reason, why string) Outcome {
 	if len(s.quar) == 0 {
 		s.quarSince = s.now()
 	}

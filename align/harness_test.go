@@ -161,7 +161,7 @@ func (h *harness) feed(r in) Outcome {
 func (h *harness) read(k TP) Outcome {
 	var out Outcome
 	for ; h.next[k] < int64(len(h.log[k])); h.next[k]++ {
-		out = h.s.Handle(h.record(h.log[k][h.next[k]], h.next[k]))
+		out = h.s.Handle(ptr(h.record(h.log[k][h.next[k]], h.next[k])))
 	}
 	return out
 }
@@ -303,3 +303,5 @@ func recLabels(rs []markers.Record) []string {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -133,7 +133,7 @@ func (c *chaos) readSome(k TP) {
 		if c.next[k] >= int64(len(c.log[k])) {
 			return
 		}
-		c.s.Handle(c.record(c.log[k][c.next[k]], c.next[k]))
+		c.s.Handle(ptr(c.record(c.log[k][c.next[k]], c.next[k])))
 		c.next[k]++
 	}
 }

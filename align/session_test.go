@@ -177,7 +177,7 @@ func TestPhaseLife(t *testing.T) {
 				wantOutcome(t, h.feed(in{topic: "a", part: 0, marker: &markers.Marker{Phase: 5, Partition: 1}}), Quarantined, markers.ReasonMalformed)
 				rec := h.record(in{topic: "a", part: 1, marker: &markers.Marker{Phase: 5, Partition: 1}}, 0)
 				rec.Meta.Phase = 6
-				wantOutcome(t, h.s.Handle(rec), Quarantined, markers.ReasonMalformed)
+				wantOutcome(t, h.s.Handle(&rec), Quarantined, markers.ReasonMalformed)
 			},
 		},
 		{
@@ -412,7 +412,7 @@ func TestPhaseLife(t *testing.T) {
 			name:   "a record of a partition outside the session is ignored",
 			topics: map[string]int32{"a": 1}, out: 1,
 			run: func(t *testing.T, h *harness) {
-				wantOutcome(t, h.s.Handle(Record[string]{Topic: "zzz", Offset: 3}), Ignored, "")
+				wantOutcome(t, h.s.Handle(&Record[string]{Topic: "zzz", Offset: 3}), Ignored, "")
 			},
 		},
 		{

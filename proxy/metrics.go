@@ -14,6 +14,7 @@ import (
 // format; never keys or phase IDs.
 type Metrics struct {
 	recordsIn     *prometheus.CounterVec
+	inByTopic     map[string]prometheus.Counter // recordsIn's children, looked up once
 	recordsOut    prometheus.Counter
 	markersOut    prometheus.Counter
 	duplicates    *prometheus.CounterVec
@@ -110,8 +111,9 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 			Name: "phasegate_dedupe_full_total", Help: "Identities recorded while the dedupe cache held only open phases over its bound.",
 		}),
 	}
+	m.inByTopic = make(map[string]prometheus.Counter, len(topics))
 	for _, t := range topics {
-		m.recordsIn.WithLabelValues(t)
+		m.inByTopic[t] = m.recordsIn.WithLabelValues(t)
 		m.bufferedBytes.WithLabelValues(t)
 		m.bufferedRecs.WithLabelValues(t)
 		m.phaseDuration.WithLabelValues(t)
@@ -126,6 +128,14 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 		m.phasesSealed.WithLabelValues(c.String())
 	}
 	return m
+}
+
+// recordIn counts one record read from topic (the per-record path: no
+// label lookup).
+func (m *Metrics) recordIn(topic string) {
+	if c := m.inByTopic[topic]; c != nil {
+		c.Inc()
+	}
 }
 
 // initPartition sets a claimed partition's series to zero.

@@ -240,7 +240,7 @@ func (p *Pipeline) handle(d delivery) {
 		return // a record of a session that has ended
 	}
 	msg := d.msg
-	r := align.Record[*sarama.ConsumerMessage]{
+	r := &align.Record[*sarama.ConsumerMessage]{
 		Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, TimestampMs: msg.Timestamp.UnixMilli(),
 		Key: msg.Key, Value: msg.Value, Size: len(msg.Key) + len(msg.Value), Msg: msg,
 	}
@@ -258,7 +258,7 @@ func (p *Pipeline) handle(d delivery) {
 		return
 	}
 	if !out.Replay {
-		p.metrics.recordsIn.WithLabelValues(msg.Topic).Inc()
+		p.metrics.recordIn(msg.Topic)
 	}
 	if out.DedupeFull {
 		p.metrics.dedupeFull.Inc()
