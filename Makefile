@@ -5,7 +5,7 @@ GO ?= go
 
 ## demo: the embedded run: an in-process broker, two skewed forks, the sidecar.
 demo:
-	$(GO) run ./cmd/sidecar demo
+	$(GO) run ./cmd/demo
 
 ## test: everything CI runs: vet, the unit and kfake suites under -race, and
 ## the real-broker suite (started by e2e/kafka/kafka.sh when no broker is given).

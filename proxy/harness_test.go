@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/internal/verify"
 	"github.com/phasegate/phasegate/markers"
@@ -28,7 +29,7 @@ type env struct {
 	cfg     proxy.Config
 	prod    *kafkatest.Producer
 	inputs  []verify.Input
-	sidecar *kafkatest.Sidecar
+	sidecar *inproc.Sidecar
 }
 
 const phaseLen = 100 * time.Millisecond
@@ -79,7 +80,7 @@ func (e *env) logger() *slog.Logger {
 // start runs a sidecar; stop with e.stop (also at cleanup).
 func (e *env) start() {
 	e.t.Helper()
-	s, err := kafkatest.StartSidecar(kafkatest.KafkaFor(e.brokers), e.cfg, e.logger())
+	s, err := inproc.StartSidecar(inproc.KafkaFor(e.brokers), e.cfg, e.logger())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the shipping artifacts without a Docker engine (none runs here):
-# the Dockerfile's build step as a plain command gives a static binary whose
-# healthcheck subcommand works, and docker-compose.yml parses and configures
+# the Dockerfile's build step as a plain command gives a static binary that
+# links no franz-go (the demo's broker and client) and whose healthcheck
+# subcommand works, and docker-compose.yml parses and configures
 # the sidecar validly (checked by the binary's own `sidecar config`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,12 @@ echo "+ $build"
 eval "$build"
 if readelf -d "$out/sidecar" 2>/dev/null | grep -q NEEDED; then
   echo "check-artifacts: $out/sidecar is dynamically linked; distroless/static needs a static binary" >&2; exit 1
+fi
+# The production binary links no test broker and no second Kafka client:
+# kfake, kgo and kadm belong to cmd/demo and the tests (go version -m lists
+# every module the binary was built with; -s -w keep that list).
+if go version -m "$out/sidecar" | grep -E 'github\.com/twmb/franz-go'; then
+  echo "check-artifacts: $out/sidecar links franz-go (kfake, kgo or kadm); only cmd/demo and tests may" >&2; exit 1
 fi
 grep -q 'gcr.io/distroless/static-debian12:nonroot' Dockerfile
 grep -q 'HEALTHCHECK .*"/sidecar", "healthcheck"' Dockerfile
@@ -61,4 +68,4 @@ for name in ("phasegate", "phasegate-secure"):
     print(f"docker-compose.yml: service {name}: configuration valid")
 PY
 rm -rf "$tmp"
-echo "check-artifacts: ok (Dockerfile build step, static binary, healthcheck, docker-compose.yml); docker build and compose up were not run: no Docker engine"
+echo "check-artifacts: ok (Dockerfile build step, static binary without franz-go, healthcheck, docker-compose.yml); docker build and compose up were not run: no Docker engine"

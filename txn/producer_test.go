@@ -20,13 +20,14 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/txn"
 )
 
 func newProducer(t *testing.T, brokers []string, id string) *txn.Producer {
 	t.Helper()
-	k := kafkatest.KafkaFor(brokers)
+	k := inproc.KafkaFor(brokers)
 	cfg := k.ProducerConfig(id)
 	p, err := txn.New(func() (sarama.AsyncProducer, error) { return sarama.NewAsyncProducer(brokers, cfg) },
 		slog.New(slog.NewTextHandler(io.Discard, nil)), txn.NewMetrics(prometheus.NewRegistry()))

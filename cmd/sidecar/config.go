@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,31 +25,33 @@ const envPrefix = "PHASEGATE_"
 // Config is every setting of the sidecar, read once from the environment.
 // The help tags are what `sidecar --help` prints.
 type Config struct {
-	Brokers            []string      `env:"BROKERS,required,notEmpty" help:"bootstrap servers, comma separated (host:port)"`
-	InputTopics        []string      `env:"INPUT_TOPICS,required,notEmpty" help:"fork topics to align, comma separated"`
-	OutputTopic        string        `env:"OUTPUT_TOPIC,required,notEmpty" help:"aligned output topic (must exist)"`
-	QuarantineTopic    string        `env:"QUARANTINE_TOPIC" help:"late and malformed records; created if missing (default <output>.quarantine)"`
-	GroupID            string        `env:"GROUP_ID" envDefault:"phasegate" help:"consumer group of the inputs"`
-	TransactionalID    string        `env:"TRANSACTIONAL_ID" help:"stable per instance; a restart with the same ID fences the old one (default <group>-<hostname>)"`
-	PhaseLength        time.Duration `env:"PHASE_LENGTH" envDefault:"1s" help:"phase span when phases come from record timestamps"`
-	MaxOutOfOrderness  time.Duration `env:"MAX_OUT_OF_ORDERNESS" envDefault:"200ms" help:"how far behind its partition's newest timestamp a record may be and still count"`
-	IdleTimeout        time.Duration `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
-	MaxBufferBytes     int64         `env:"MAX_BUFFER_BYTES" envDefault:"268435456" help:"bound on buffered record bytes; partitions running ahead are paused"`
-	Routing            string        `env:"ROUTING" envDefault:"partition" help:"output partition: partition (p mod P_out) or key (murmur2, as Kafka's Java producer)"`
-	SealTimeoutMin     time.Duration `env:"SEAL_TIMEOUT_MIN" envDefault:"10s" help:"lower bound of the adaptive seal timeout (p99 phase duration x 1.5)"`
-	SealTimeoutMax     time.Duration `env:"SEAL_TIMEOUT_MAX" envDefault:"5m" help:"upper bound of the adaptive seal timeout"`
-	SealPolicy         string        `env:"SEAL_POLICY" envDefault:"wait" help:"at the seal timeout: wait (count it, keep waiting: strict fork-join) or seal (seal with sealed_by timeout: scatter-gather)"`
-	DedupePhases       int           `env:"DEDUPE_PHASES" envDefault:"64" help:"sealed phases remembered to recognise late retries as duplicates"`
-	DedupeIDs          int           `env:"DEDUPE_IDS" envDefault:"1048576" help:"bound on record identities remembered over all phases"`
-	TransactionTimeout time.Duration `env:"TRANSACTION_TIMEOUT" envDefault:"10s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
-	SessionTimeout     time.Duration `env:"SESSION_TIMEOUT" envDefault:"30s" help:"consumer group session timeout"`
-	MaxRecordBytes     int           `env:"MAX_RECORD_BYTES" envDefault:"1000000" help:"largest produce batch and record; at most the brokers' message.max.bytes and the output's max.message.bytes"`
-	KafkaVersion       string        `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak (brokers 4.x reject versions below 2.1)"`
-	ClientID           string        `env:"CLIENT_ID" envDefault:"phasegate" help:"Kafka client ID"`
-	HTTPAddr           string        `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
-	LogLevel           string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
-	LogFormat          string        `env:"LOG_FORMAT" envDefault:"text" help:"text or json"`
-	Pprof              bool          `env:"PPROF" envDefault:"false" help:"serve Go's profiler on /debug/pprof/ (for benchmarks and debugging)"`
+	raw                map[string]string // each variable as written (or its default), for messages
+	Brokers            []string          `env:"BROKERS,required,notEmpty" help:"bootstrap servers, comma separated (host:port)"`
+	InputTopics        []string          `env:"INPUT_TOPICS,required,notEmpty" help:"fork topics to align, comma separated"`
+	OutputTopic        string            `env:"OUTPUT_TOPIC,required,notEmpty" help:"aligned output topic (must exist)"`
+	QuarantineTopic    string            `env:"QUARANTINE_TOPIC" help:"late and malformed records; created if missing (default <output>.quarantine)"`
+	GroupID            string            `env:"GROUP_ID" envDefault:"phasegate" help:"consumer group of the inputs"`
+	TransactionalID    string            `env:"TRANSACTIONAL_ID" help:"stable per instance; a restart with the same ID fences the old one (default <group>-<hostname>)"`
+	PhaseLength        time.Duration     `env:"PHASE_LENGTH" envDefault:"1s" help:"phase span when phases come from record timestamps"`
+	MaxOutOfOrderness  time.Duration     `env:"MAX_OUT_OF_ORDERNESS" envDefault:"200ms" help:"how far behind its partition's newest timestamp a record may be and still count"`
+	IdleTimeout        time.Duration     `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
+	MaxBufferBytes     int64             `env:"MAX_BUFFER_BYTES" envDefault:"268435456" help:"bound on buffered record bytes; partitions running ahead are paused"`
+	Routing            string            `env:"ROUTING" envDefault:"partition" help:"output partition: partition (p mod P_out) or key (murmur2, as Kafka's Java producer)"`
+	SealTimeoutMin     time.Duration     `env:"SEAL_TIMEOUT_MIN" envDefault:"10s" help:"lower bound of the adaptive seal timeout (p99 phase duration x 1.5)"`
+	SealTimeoutMax     time.Duration     `env:"SEAL_TIMEOUT_MAX" envDefault:"5m" help:"upper bound of the adaptive seal timeout"`
+	SealPolicy         string            `env:"SEAL_POLICY" envDefault:"wait" help:"at the seal timeout: wait (count it, keep waiting: strict fork-join) or seal (seal with sealed_by timeout: scatter-gather)"`
+	DedupePhases       int               `env:"DEDUPE_PHASES" envDefault:"64" help:"sealed phases remembered to recognise late retries as duplicates"`
+	DedupeIDs          int               `env:"DEDUPE_IDS" envDefault:"1048576" help:"bound on record identities remembered over all phases"`
+	TransactionTimeout time.Duration     `env:"TRANSACTION_TIMEOUT" envDefault:"10s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
+	SessionTimeout     time.Duration     `env:"SESSION_TIMEOUT" envDefault:"30s" help:"consumer group session timeout"`
+	MaxRecordBytes     int               `env:"MAX_RECORD_BYTES" envDefault:"1000000" help:"largest produce batch and record; at most the brokers' message.max.bytes and the output's max.message.bytes"`
+	KafkaVersion       string            `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak (brokers 4.x reject versions below 2.1)"`
+	ClientID           string            `env:"CLIENT_ID" envDefault:"phasegate" help:"Kafka client ID"`
+	HTTPAddr           string            `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
+	LogLevel           string            `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat          string            `env:"LOG_FORMAT" envDefault:"text" help:"text or json"`
+	Pprof              bool              `env:"PPROF" envDefault:"false" help:"serve Go's profiler on /debug/pprof/ (for benchmarks and debugging)"`
+	StrictConfig       bool              `env:"STRICT_CONFIG" envDefault:"false" help:"true: an unknown PHASEGATE_* variable (a misspelling) stops the start with exit status 2 instead of a warning"`
 	Security
 }
 
@@ -62,11 +65,16 @@ func badVar(name, value, allowed string) error {
 }
 
 // loadConfig reads and checks the environment. Every error is a
-// *configError of one line naming the variable.
-func loadConfig(environ map[string]string) (Config, error) {
+// *configError of one line naming the variable; warnings are lines to log
+// (unknown PHASEGATE_* variables when PHASEGATE_STRICT_CONFIG is off).
+func loadConfig(environ map[string]string) (Config, []string, error) {
 	cfg, err := env.ParseAsWithOptions[Config](env.Options{Prefix: envPrefix, Environment: environ})
 	if err != nil {
-		return cfg, envError(err, environ)
+		return cfg, nil, envError(err, environ)
+	}
+	warnings, err := unknownVariables(environ, cfg.StrictConfig)
+	if err != nil {
+		return cfg, nil, err
 	}
 	if cfg.QuarantineTopic == "" {
 		cfg.QuarantineTopic = cfg.OutputTopic + ".quarantine"
@@ -75,44 +83,53 @@ func loadConfig(environ map[string]string) (Config, error) {
 		host, _ := os.Hostname()
 		cfg.TransactionalID = cfg.GroupID + "-" + host
 	}
-	for _, b := range cfg.Brokers {
-		if !strings.Contains(b, ":") {
-			return cfg, badVar("BROKERS", strings.Join(cfg.Brokers, ","), "each broker is host:port")
-		}
+	cfg.raw = rawValues(environ)
+	if err := cfg.check(cfg.raw); err != nil {
+		return cfg, nil, err
 	}
-	if _, err := cfg.routing(); err != nil {
-		return cfg, err
-	}
-	if _, err := cfg.kafkaVersion(); err != nil {
-		return cfg, err
-	}
-	if _, err := parseLevel(cfg.LogLevel); err != nil {
-		return cfg, err
-	}
-	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
-		return cfg, badVar("LOG_FORMAT", cfg.LogFormat, "text or json")
-	}
-	if cfg.TransactionTimeout <= 0 || cfg.TransactionTimeout >= cfg.SessionTimeout {
-		return cfg, badVar("TRANSACTION_TIMEOUT", cfg.TransactionTimeout.String(),
-			fmt.Sprintf("positive and below %sSESSION_TIMEOUT=%s, or the group may move on while a transaction is still open", envPrefix, cfg.SessionTimeout))
-	}
-	if err := cfg.Security.resolve(); err != nil {
-		return cfg, err
-	}
-	if cfg.MaxRecordBytes < 1024 {
-		return cfg, badVar("MAX_RECORD_BYTES", fmt.Sprint(cfg.MaxRecordBytes), "at least 1024 bytes, at most the brokers' message.max.bytes")
+	if err := cfg.Security.resolve(environ); err != nil {
+		return cfg, nil, err
 	}
 	pc, err := cfg.pipeline()
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	if err := pc.Validate(); err != nil {
-		return cfg, &configError{err.Error()}
+		return cfg, nil, &configError{userMessage(err)}
 	}
-	return cfg, nil
+	return cfg, warnings, nil
 }
 
-// envError turns caarlos0/env's error into one line naming the variable.
+// userMessage drops what precedes the variable's name in a library
+// package's error ("watermarks: invalid configuration: PHASEGATE_..."):
+// users read variables, not package names.
+func userMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, envPrefix); i > 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
+// internalPackages are the library packages whose errors carry their name
+// as a prefix (CONVENTIONS.md, rule 5): the prefix helps a maintainer, not
+// an operator, so forUsers drops it at this boundary.
+func internalPackages() []string { return []string{"proxy", "txn", "watermarks", "dedupe", "markers"} }
+
+// forUsers drops internal package prefixes from an error message, at its
+// start and after each ": " of a wrapped chain ("proxy: consumer group g:
+// txn: fenced: ..." becomes "consumer group g: fenced: ...").
+func forUsers(msg string) string {
+	for _, p := range internalPackages() {
+		msg = strings.TrimPrefix(msg, p+": ")
+		msg = strings.ReplaceAll(msg, ": "+p+": ", ": ")
+		msg = strings.ReplaceAll(msg, "("+p+": ", "(")
+	}
+	return msg
+}
+
+// envError turns caarlos0/env's error into one line naming the variable,
+// the value as written and what is allowed.
 func envError(err error, environ map[string]string) error {
 	var agg env.AggregateError
 	if errors.As(err, &agg) && len(agg.Errors) > 0 {
@@ -127,18 +144,36 @@ func envError(err error, environ map[string]string) error {
 	case errors.As(err, &empty):
 		return &configError{empty.Key + " is empty: it is required (see sidecar --help)"}
 	case errors.As(err, &parse):
-		f, _ := reflect.TypeFor[Config]().FieldByName(parse.Name)
-		key := envPrefix + strings.Split(f.Tag.Get("env"), ",")[0]
-		return &configError{fmt.Sprintf("%s=%q: not a valid %s (%v)", key, environ[key], kindOf(parse.Type), parse.Err)}
+		name := varOfField(parse.Name)
+		value := environ[envPrefix+name]
+		switch parse.Type {
+		case reflect.TypeFor[time.Duration]():
+			if b, ok := durationRule(name); ok {
+				return badVar(name, value, "not a duration: "+b.allowed())
+			}
+			return badVar(name, value, "not a duration such as 500ms, 5s or 1m")
+		case reflect.TypeFor[bool]():
+			return badVar(name, value, "not a bool: use true or false")
+		}
+		if b, ok := intRule(name); ok {
+			if errors.Is(parse.Err, strconv.ErrRange) {
+				return badVar(name, value, "must be "+b.allowed())
+			}
+			return badVar(name, value, "not a whole number: "+b.allowed())
+		}
+		return badVar(name, value, "not a valid "+parse.Type.String())
 	}
-	return &configError{err.Error()}
+	return &configError{userMessage(err)}
 }
 
-func kindOf(t reflect.Type) string {
-	if t == reflect.TypeFor[time.Duration]() {
-		return "duration such as 500ms, 5s or 1m"
+// varOfField is the variable name (without prefix) of a Config field.
+func varOfField(field string) string {
+	for _, t := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[Security]()} {
+		if f, ok := t.FieldByName(field); ok {
+			return strings.Split(f.Tag.Get("env"), ",")[0]
+		}
 	}
-	return t.Kind().String()
+	return field
 }
 
 func (c Config) routing() (proxy.Routing, error) {
@@ -190,11 +225,12 @@ func printHelp(w io.Writer) {
 
 Usage:
   sidecar              run, configured by the environment variables below
-  sidecar demo         run an embedded demo (in-process broker, no setup)
   sidecar config       check the environment and print the configuration it gives (secrets redacted)
   sidecar status       print the local sidecar's /phases as a table (-addr to ask another one)
   sidecar healthcheck  exit 0 when the local sidecar's /healthz answers (for container health checks)
-  sidecar --help       this text
+  sidecar --help       this text; each command also answers --help
+
+The demo (an in-process broker, no setup) is its own command: go run ./cmd/demo
 
 Environment:
 `)
@@ -203,9 +239,16 @@ Environment:
 	helpRows(tw, reflect.TypeFor[Config]())
 	tw.Flush()
 	fmt.Fprint(w, `
-Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime error
-(including being fenced by another instance with the same transactional ID),
-2 on invalid configuration.
+Start-up: /healthz answers at once; each step before consuming (broker probe,
+metadata, transaction.max.timeout.ms, topics, quarantine topic, producer and
+group) has its own deadline and is logged; SIGTERM/SIGINT end it at once.
+
+Exit status: 0 after a clean shutdown (SIGTERM/SIGINT, also during start-up),
+1 on a runtime error (brokers unreachable or not Kafka, missing topics, being
+fenced by another instance with the same transactional ID), 2 on invalid
+configuration (including a transaction timeout above the brokers'
+transaction.max.timeout.ms, checked at start), with one line naming the
+variable, the value and what is allowed.
 `)
 }
 
@@ -250,6 +293,9 @@ func configRows(w io.Writer, v reflect.Value) {
 			continue
 		}
 		val := fmt.Sprint(v.Field(i).Interface())
+		if d, ok := v.Field(i).Interface().(time.Duration); ok {
+			val = fmtDuration(d) // "5m", as people write it, not "5m0s"
+		}
 		if sl, ok := v.Field(i).Interface().([]string); ok {
 			val = strings.Join(sl, ",")
 		}

@@ -1,7 +1,3 @@
-// Command sidecar is phasegate: it reads the fork topics of a Kafka fork-join
-// pipeline, seals each phase when every partition has passed it, and
-// republishes it with a marker on every output partition in one transaction.
-// It is configured by PHASEGATE_* environment variables (sidecar --help).
 package main
 
 import (
@@ -16,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/proxy"
 )
 
 func main() {
@@ -42,68 +41,131 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 	case "-h", "--help", "-help", "help":
 		printHelp(stdout)
 		return 0
-	case "demo":
-		return runDemo(args[1:], stdout, stderr)
 	case "healthcheck":
+		if wantsHelp(args[1:]) {
+			fmt.Fprint(stdout, healthcheckUsage)
+			return 0
+		}
 		return healthcheck(environ, stderr)
 	case "status":
 		return runStatus(args[1:], environ, stdout, stderr)
 	case "config":
-		cfg, err := loadConfig(environ)
+		if wantsHelp(args[1:]) {
+			fmt.Fprint(stdout, configUsage)
+			return 0
+		}
+		cfg, warnings, err := loadConfig(environ)
 		if err != nil {
 			fmt.Fprintln(stderr, "sidecar:", err)
 			return 2
 		}
+		for _, w := range warnings {
+			fmt.Fprintln(stderr, "sidecar: warning:", w)
+		}
 		printConfig(stdout, cfg)
 		return 0
+	case "demo":
+		fmt.Fprintln(stderr, "sidecar: the demo is its own command now, so that the sidecar carries no test broker: go run ./cmd/demo (or make demo)")
+		return 2
 	case "":
 	default:
 		fmt.Fprintf(stderr, "sidecar: unknown command %q (try sidecar --help)\n", cmd)
 		return 2
 	}
 
-	cfg, err := loadConfig(environ)
+	cfg, warnings, err := loadConfig(environ)
 	if err != nil {
 		fmt.Fprintln(stderr, "sidecar:", err)
 		return 2
 	}
 	log := newLogger(stderr, cfg)
+	for _, w := range warnings {
+		log.Warn(w)
+	}
 	limitMemory(environ, cfg, log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := serve(ctx, cfg, log); err != nil {
-		log.Error(err.Error())
-		return 1
+	err = serve(ctx, cfg, log)
+	var ce *configError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errInterrupted):
+		log.Info(err.Error() + ": nothing was started; exiting")
+		return 0
+	case errors.As(err, &ce):
+		log.Error(ce.msg)
+		return 2
 	}
-	return 0
+	log.Error(forUsers(err.Error()))
+	return 1
 }
+
+// wantsHelp reports whether a subcommand was asked for its usage.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "-help", "help":
+			return true
+		}
+	}
+	return false
+}
+
+const configUsage = `usage: sidecar config
+
+Checks the PHASEGATE_* environment as the sidecar would at start (without
+connecting) and prints the configuration it gives, secrets redacted.
+Exit status: 0 when valid, 2 with one line naming the variable otherwise.
+`
+
+const healthcheckUsage = `usage: sidecar healthcheck
+
+Exits 0 when the local sidecar's /healthz answers 200 (at PHASEGATE_HTTP_ADDR,
+default :9464; a wildcard host means 127.0.0.1), 1 when it does not, 2 when
+PHASEGATE_HTTP_ADDR is not an address. For container health checks: the image
+has no shell or curl.
+`
 
 // shutdownGrace bounds the two-phase shutdown, below Kubernetes' 30 s.
 const shutdownGrace = 25 * time.Second
 
-// serve runs the sidecar until ctx ends (a signal) or a fatal error.
+// serve runs the sidecar until ctx ends (a signal) or a fatal error. A
+// signal during start-up ends it at once with errInterrupted.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	s, err := start(ctx, cfg, log)
+	srv, reg, err := listen(cfg, log)
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
+	pipe, err := start(ctx, cfg, log, srv, reg)
+	if err != nil {
+		return err
+	}
+	return runPipeline(ctx, pipe, srv, log)
+}
+
+// runPipeline runs pipe until it fails or ctx ends, then shuts it down
+// within shutdownGrace.
+func runPipeline(ctx context.Context, pipe *proxy.Pipeline, srv *app.Server, log *slog.Logger) error {
 	done := make(chan error, 1)
-	go func() { done <- s.run() }()
+	go func() { done <- pipe.Run(ctx) }()
 	select {
 	case err := <-done:
-		s.close()
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: readiness off, stopping consumption, finishing the transaction in flight", "grace", shutdownGrace)
+	srv.Stopping()
+	log.Info("shutting down: readiness off, stopping consumption, finishing the transaction in flight", "grace", shutdownGrace.String())
+	timer := time.NewTimer(shutdownGrace)
+	defer timer.Stop()
 	select {
 	case err := <-done:
-		s.close()
 		if err == nil {
 			log.Info("shut down cleanly")
 		}
 		return err
-	case <-time.After(shutdownGrace):
+	case <-timer.C:
 		return fmt.Errorf("shutdown took longer than %s; exiting with the transaction in flight left to the broker's timeout", shutdownGrace)
 	}
 }
@@ -125,6 +187,7 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
+// errUnhealthy is returned by healthcheck when /healthz answers but not 200.
 var errUnhealthy = errors.New("unhealthy")
 
 // memoryHeadroom is what Go-managed memory may hold beyond the phase buffer

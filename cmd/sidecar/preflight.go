@@ -1,13 +1,13 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,67 +21,157 @@ import (
 const apiInitProducerID = 22
 
 // preflight checks, before anything is consumed, what would otherwise fail
-// later: the brokers answer and support transactions, the input and output
-// topics exist, the quarantine topic exists or can be created.
-func preflight(k proxy.Kafka, cfg Config, log *slog.Logger) error {
-	client, err := sarama.NewClient(k.Brokers, k.Base())
-	if err != nil {
-		return diagnose(k, err)
-	}
-	defer client.Close()
-	if err := checkTransactions(client); err != nil {
+// later: the brokers answer Kafka and support transactions, the transaction
+// timeout fits the brokers' bound, the input and output topics exist, the
+// quarantine topic exists or can be created. Every step is bounded.
+func (s *startup) preflight(k proxy.Kafka, cfg Config) error {
+	if err := s.step(fmt.Sprintf("an answer from the brokers %v (TCP, then a Kafka ApiVersions request)", k.Brokers),
+		"check "+envPrefix+"BROKERS and the network", probeStepTimeout,
+		func(ctx context.Context) error { return probeBrokers(ctx, k.Brokers, cfg) }); err != nil {
 		return err
 	}
-	topics, err := client.Topics()
-	if err != nil {
-		return fmt.Errorf("list topics: %w", err)
-	}
-	exists := map[string]bool{}
-	for _, t := range topics {
-		exists[t] = true
-	}
-	for _, t := range cfg.InputTopics {
-		if !exists[t] {
-			return fmt.Errorf("input topic %q does not exist: create it or fix PHASEGATE_INPUT_TOPICS", t)
+	var client sarama.Client
+	if err := s.step("the cluster metadata from "+strings.Join(k.Brokers, ","), checkBrokerHealth, metadataStepTimeout, func(ctx context.Context) error {
+		c, err := sarama.NewClient(k.Brokers, preflightConfig(k))
+		if err != nil {
+			return diagnose(k, err)
 		}
+		client = c
+		if ctx.Err() != nil { // abandoned: nobody will close it
+			c.Close()
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	if !exists[cfg.OutputTopic] {
-		return fmt.Errorf("output topic %q does not exist: create it (as many partitions as the join expects) or fix PHASEGATE_OUTPUT_TOPIC", cfg.OutputTopic)
+	defer client.Close()
+	if err := s.step("transaction.max.timeout.ms from a broker (DescribeConfigs)", checkBrokerHealth, configsStepTimeout,
+		func(context.Context) error { return s.checkTransactionTimeout(client, cfg) }); err != nil {
+		return err
 	}
-	if exists[cfg.QuarantineTopic] {
+	if err := s.step("the list of topics", checkBrokerHealth, metadataStepTimeout, func(context.Context) error { return checkTopics(client, cfg) }); err != nil {
+		return err
+	}
+	if hasTopic(client, cfg.QuarantineTopic) {
 		return nil
 	}
-	return createQuarantine(client, cfg, log)
+	return s.step("the quarantine topic "+strconv.Quote(cfg.QuarantineTopic)+" to be created", checkAdvertised, quarantineStepTimeout,
+		func(ctx context.Context) error { return s.createQuarantine(ctx, client, cfg) })
 }
 
-// checkTransactions asks a broker for its API versions.
-func checkTransactions(client sarama.Client) error {
-	if err := client.RefreshMetadata(); err != nil {
-		return fmt.Errorf("read the cluster metadata: %w", err)
+// preflightConfig is the client configuration with network timeouts short
+// enough for the step deadlines: sarama's defaults (30 s per dial and read,
+// three metadata retries) add up to minutes.
+func preflightConfig(k proxy.Kafka) *sarama.Config {
+	c := k.Base()
+	c.Net.DialTimeout = 10 * time.Second
+	c.Net.ReadTimeout = 10 * time.Second
+	c.Net.WriteTimeout = 10 * time.Second
+	c.Metadata.Retry.Max = 1
+	c.Metadata.Retry.Backoff = 500 * time.Millisecond
+	c.Admin.Timeout = 10 * time.Second
+	return c
+}
+
+// probeBrokers probes every bootstrap broker at once. One that answers
+// Kafka is enough (sarama needs one); when none does, the error names what
+// each one answered.
+func probeBrokers(ctx context.Context, brokers []string, cfg Config) error {
+	errs := make([]error, len(brokers))
+	apis := make([]map[int16]bool, len(brokers))
+	var wg sync.WaitGroup
+	for i, b := range brokers {
+		wg.Go(func() { apis[i], errs[i] = probe(ctx, b, cfg.Security.tls, cfg.Security.Protocol) })
 	}
+	wg.Wait()
+	var msgs []string
+	for i, err := range errs {
+		switch {
+		case err == nil && apis[i][apiInitProducerID]:
+			return nil
+		case err == nil:
+			msgs = append(msgs, fmt.Sprintf("broker %s does not support transactions (no InitProducerId API): phasegate needs Kafka 0.11 or later with transactions enabled", brokers[i]))
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			msgs = append(msgs, err.Error())
+		}
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// checkTransactionTimeout refuses a transaction timeout the brokers would
+// refuse at InitProducerId (INVALID_TRANSACTION_TIMEOUT), with exit status
+// 2 and both numbers. When the broker does not tell (no DescribeConfigs
+// right), it says so and goes on.
+func (s *startup) checkTransactionTimeout(client sarama.Client, cfg Config) error {
 	brokers := client.Brokers()
 	if len(brokers) == 0 {
 		return errors.New("the cluster metadata lists no broker")
 	}
-	b := brokers[0]
-	if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-		return fmt.Errorf("connect to broker %s: %w", b.Addr(), err)
-	}
-	resp, err := b.ApiVersions(&sarama.ApiVersionsRequest{Version: 0})
+	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
-		return fmt.Errorf("ask broker %s for its API versions: %w", b.Addr(), err)
+		return fmt.Errorf("admin client: %w", err)
 	}
-	for _, api := range resp.ApiKeys {
-		if api.ApiKey == apiInitProducerID {
-			return nil
+	id := brokers[0].ID()
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(id)),
+		ConfigNames: []string{"transaction.max.timeout.ms"}})
+	var maxMs int64 = -1
+	for _, e := range entries {
+		if e.Name == "transaction.max.timeout.ms" {
+			maxMs, _ = strconv.ParseInt(e.Value, 10, 64)
 		}
 	}
-	return fmt.Errorf("broker %s does not support transactions (no InitProducerId API): phasegate needs Kafka 0.11 or later with transactions enabled", b.Addr())
+	if err != nil || maxMs <= 0 {
+		s.log.Warn("could not read the brokers' transaction.max.timeout.ms; PHASEGATE_TRANSACTION_TIMEOUT not checked against it", "broker", id, "err", err)
+		return nil
+	}
+	if ms := cfg.TransactionTimeout.Milliseconds(); ms > maxMs {
+		return badVar("TRANSACTION_TIMEOUT", cfg.raw["TRANSACTION_TIMEOUT"], fmt.Sprintf(
+			"%d ms is above the brokers' transaction.max.timeout.ms=%d (%s, broker %d): lower it, or raise transaction.max.timeout.ms on every broker",
+			ms, maxMs, fmtDuration(time.Duration(maxMs)*time.Millisecond), id))
+	}
+	return nil
+}
+
+// checkTopics wants every input topic and the output topic to exist, and
+// names all that are missing in one message.
+func checkTopics(client sarama.Client, cfg Config) error {
+	var missingIn []string
+	for _, t := range cfg.InputTopics {
+		if !hasTopic(client, t) {
+			missingIn = append(missingIn, strconv.Quote(t))
+		}
+	}
+	var msgs []string
+	if len(missingIn) > 0 {
+		msgs = append(msgs, fmt.Sprintf("input topic(s) %s of %sINPUT_TOPICS", strings.Join(missingIn, ", "), envPrefix))
+	}
+	if !hasTopic(client, cfg.OutputTopic) {
+		msgs = append(msgs, fmt.Sprintf("output topic %q of %sOUTPUT_TOPIC (create it with as many partitions as the join expects)", cfg.OutputTopic, envPrefix))
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("missing on the brokers: %s: create them, or fix the variables", strings.Join(msgs, "; "))
+}
+
+func hasTopic(client sarama.Client, topic string) bool {
+	topics, err := client.Topics()
+	if err != nil {
+		return false
+	}
+	for _, t := range topics {
+		if t == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // createQuarantine creates the quarantine topic with the output topic's
 // partition count.
-func createQuarantine(client sarama.Client, cfg Config, log *slog.Logger) error {
+func (s *startup) createQuarantine(ctx context.Context, client sarama.Client, cfg Config) error {
 	parts, err := client.Partitions(cfg.OutputTopic)
 	if err != nil {
 		return fmt.Errorf("partitions of output topic %s: %w", cfg.OutputTopic, err)
@@ -94,23 +184,20 @@ func createQuarantine(client sarama.Client, cfg Config, log *slog.Logger) error 
 	err = admin.CreateTopic(cfg.QuarantineTopic, &sarama.TopicDetail{NumPartitions: int32(len(parts)), ReplicationFactor: rf}, false)
 	switch {
 	case errors.Is(err, sarama.ErrTopicAlreadyExists):
-		log.Info("quarantine topic created meanwhile by another client", "topic", cfg.QuarantineTopic)
+		s.log.Info("quarantine topic created meanwhile by another client", "topic", cfg.QuarantineTopic)
 	case err != nil:
-		return fmt.Errorf("quarantine topic %q does not exist and cannot be created: %w (create it, or set PHASEGATE_QUARANTINE_TOPIC to an existing topic)", cfg.QuarantineTopic, err)
+		return fmt.Errorf("quarantine topic %q does not exist and cannot be created: %w (create it, or set %sQUARANTINE_TOPIC to an existing topic)", cfg.QuarantineTopic, err, envPrefix)
 	default:
-		log.Info("quarantine topic created", "topic", cfg.QuarantineTopic, "partitions", len(parts), "replication_factor", rf)
+		s.log.Info("quarantine topic created", "topic", cfg.QuarantineTopic, "partitions", len(parts), "replication_factor", rf)
 	}
-	return waitForLeaders(client, cfg.QuarantineTopic, topicReadyTimeout)
+	return waitForLeaders(ctx, client, cfg.QuarantineTopic)
 }
 
-// topicReadyTimeout bounds the wait for a new topic's partitions to have
-// leaders (a broker that has just started may still be creating its
-// internal topics).
-const topicReadyTimeout = 30 * time.Second
-
-// waitForLeaders waits until every partition of topic has a leader.
-func waitForLeaders(client sarama.Client, topic string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+// waitForLeaders waits until every partition of topic has a leader (a
+// broker that has just started may still be creating its internal topics).
+func waitForLeaders(ctx context.Context, client sarama.Client, topic string) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		err := client.RefreshMetadata(topic)
 		var parts []int32
@@ -125,50 +212,37 @@ func waitForLeaders(client sarama.Client, topic string, timeout time.Duration) e
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %q has no leader for every partition after %s: %w", topic, timeout, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %q has no leader for every partition yet: %w", topic, err)
+		case <-tick.C:
 		}
-		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-// diagnose finds out why no broker answered: sarama only says it ran out of
-// brokers, so the first broker is dialled alone and its error explained.
+// diagnose finds out why sarama could not connect although the probe got a
+// Kafka answer (SASL, most often): sarama only says it ran out of brokers,
+// so the first broker is dialled alone and its error explained.
 func diagnose(k proxy.Kafka, err error) error {
 	addr := k.Brokers[0]
 	b := sarama.NewBroker(addr)
-	conf := k.Base()
-	conf.Net.DialTimeout = 10 * conf.Net.DialTimeout / 30 // a third of the default: enough to see the cause
+	conf := preflightConfig(k)
 	if oerr := b.Open(conf); oerr == nil {
-		_, err = b.Connected()
+		if _, cerr := b.Connected(); cerr != nil {
+			err = cerr
+		}
 		_ = b.Close()
 	}
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var recordHeader tls.RecordHeaderError
 	switch {
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
-		return fmt.Errorf("SASL authentication failed at %s for user %q with %s: check PHASEGATE_SASL_USERNAME, PHASEGATE_SASL_PASSWORD (or _FILE) and PHASEGATE_SASL_MECHANISM",
-			addr, conf.Net.SASL.User, conf.Net.SASL.Mechanism)
-	case errors.As(err, &unknownCA):
-		return fmt.Errorf("TLS: the certificate of %s is signed by an authority this sidecar does not trust (%v): set PHASEGATE_TLS_CA_FILE to the CA that signed it", addr, err)
-	case errors.As(err, &hostname):
-		return fmt.Errorf("TLS: the certificate of %s is not valid for that name (%v): connect by a name it lists, or set PHASEGATE_TLS_SERVER_NAME", addr, err)
-	case errors.As(err, &invalid):
-		return fmt.Errorf("TLS: the certificate of %s is invalid (%v)", addr, err)
-	case errors.As(err, &recordHeader):
-		return fmt.Errorf("TLS: %s does not answer in TLS: is it a PLAINTEXT or SASL_PLAINTEXT listener? Check PHASEGATE_SECURITY_PROTOCOL and the port", addr)
+		return fmt.Errorf("SASL authentication failed at %s for user %q with %s: check %sSASL_USERNAME, %sSASL_PASSWORD (or _FILE) and %sSASL_MECHANISM",
+			addr, conf.Net.SASL.User, conf.Net.SASL.Mechanism, envPrefix, envPrefix, envPrefix)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("nothing listens at %s (connection refused): check PHASEGATE_BROKERS and that the broker is up", addr)
+		return fmt.Errorf("nothing listens at %s (connection refused): check %sBROKERS and that the broker is up", addr, envPrefix)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-		return fmt.Errorf("%s closed the connection: its listener probably expects another PHASEGATE_SECURITY_PROTOCOL (TLS or SASL) than %s", addr, protocolOf(conf))
+		return fmt.Errorf("%s closed the connection: its listener probably expects another %sSECURITY_PROTOCOL (TLS or SASL) than %s", addr, envPrefix, protocolOf(conf))
 	}
-	var nerr net.Error
-	if errors.As(err, &nerr) && nerr.Timeout() {
-		return fmt.Errorf("%s did not answer in time (%v): check PHASEGATE_BROKERS, the network, and PHASEGATE_SECURITY_PROTOCOL", addr, err)
-	}
-	return fmt.Errorf("cannot reach PHASEGATE_BROKERS=%v: %w (check the addresses, that the brokers are up, and PHASEGATE_SECURITY_PROTOCOL)", k.Brokers, err)
+	return fmt.Errorf("cannot use the brokers %s (%v): check the addresses, that the brokers are up, and %sSECURITY_PROTOCOL", strings.Join(k.Brokers, ","), err, envPrefix)
 }
 
 func protocolOf(c *sarama.Config) string {

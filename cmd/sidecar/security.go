@@ -38,16 +38,26 @@ func (s Security) usesTLS() bool  { return s.Protocol == "SSL" || s.Protocol == 
 func (s Security) usesSASL() bool { return strings.HasPrefix(s.Protocol, "SASL_") }
 
 // resolve checks the combination and loads the files once, at start.
-func (s *Security) resolve() error {
+// environ tells which variables were set at all (a mechanism or a TLS
+// option set for a protocol that does not use it is a mistake to name).
+func (s *Security) resolve(environ map[string]string) error {
 	switch s.Protocol {
 	case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 	default:
 		return badVar("SECURITY_PROTOCOL", s.Protocol, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
 	}
+	if v, set := environ[envPrefix+"SASL_MECHANISM"]; set && !s.usesSASL() {
+		return &configError{fmt.Sprintf("%sSASL_MECHANISM=%q is set but %sSECURITY_PROTOCOL=%q does not use SASL: set %sSECURITY_PROTOCOL to SASL_PLAINTEXT or SASL_SSL, or unset %sSASL_MECHANISM",
+			envPrefix, v, envPrefix, s.Protocol, envPrefix, envPrefix)}
+	}
+	if v, set := environ[envPrefix+"TLS_INSECURE_SKIP_VERIFY"]; set && s.TLSInsecureSkipVer && !s.usesTLS() {
+		return &configError{fmt.Sprintf("%sTLS_INSECURE_SKIP_VERIFY=%q is set but %sSECURITY_PROTOCOL=%q does not use TLS: use SSL or SASL_SSL, or unset %sTLS_INSECURE_SKIP_VERIFY",
+			envPrefix, v, envPrefix, s.Protocol, envPrefix)}
+	}
 	if !s.usesTLS() {
 		for name, v := range map[string]string{"TLS_CA_FILE": s.TLSCAFile, "TLS_CERT_FILE": s.TLSCertFile, "TLS_KEY_FILE": s.TLSKeyFile, "TLS_SERVER_NAME": s.TLSServerName} {
 			if v != "" {
-				return &configError{fmt.Sprintf("%s%s is set but %sSECURITY_PROTOCOL=%s does not use TLS: use SSL or SASL_SSL", envPrefix, name, envPrefix, s.Protocol)}
+				return &configError{fmt.Sprintf("%s%s is set but %sSECURITY_PROTOCOL=%q does not use TLS: use SSL or SASL_SSL", envPrefix, name, envPrefix, s.Protocol)}
 			}
 		}
 	}
@@ -56,7 +66,7 @@ func (s *Security) resolve() error {
 			return err
 		}
 	} else if s.SASLUsername != "" || s.SASLPassword != "" || s.SASLPasswordFile != "" {
-		return &configError{fmt.Sprintf("SASL credentials are set but %sSECURITY_PROTOCOL=%s does not use SASL: use SASL_PLAINTEXT or SASL_SSL", envPrefix, s.Protocol)}
+		return &configError{fmt.Sprintf("SASL credentials (%sSASL_USERNAME, %sSASL_PASSWORD or _FILE) are set but %sSECURITY_PROTOCOL=%q does not use SASL: use SASL_PLAINTEXT or SASL_SSL", envPrefix, envPrefix, envPrefix, s.Protocol)}
 	}
 	if s.usesTLS() {
 		return s.resolveTLS()

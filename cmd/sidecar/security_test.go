@@ -67,7 +67,7 @@ func TestPasswordFromFile(t *testing.T) {
 	env["PHASEGATE_SASL_MECHANISM"] = "SCRAM-SHA-256"
 	env["PHASEGATE_SASL_USERNAME"] = "alice"
 	env["PHASEGATE_SASL_PASSWORD_FILE"] = f
-	cfg, err := loadConfig(env)
+	cfg, _, err := loadConfig(env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,31 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/proxy"
 )
-
-// sidecar is one running instance: the pipeline and its HTTP server.
-type sidecar struct {
-	ctx  context.Context
-	log  *slog.Logger
-	pipe *proxy.Pipeline
-	http *http.Server
-	ln   net.Listener
-}
 
 // kafka builds the client settings shared by the consumer and the producer.
 func (c Config) kafka() proxy.Kafka {
@@ -46,87 +35,58 @@ func (c Config) kafka() proxy.Kafka {
 	}
 }
 
-// start checks the cluster, connects the pipeline and starts HTTP.
-func start(ctx context.Context, cfg Config, log *slog.Logger) (*sidecar, error) {
+// listen opens the HTTP endpoints before anything else, so /healthz
+// answers during start-up. A listener that cannot open is a configuration
+// error: nothing else about the sidecar can work without it.
+func listen(cfg Config, log *slog.Logger) (*app.Server, *prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := app.Listen(cfg.HTTPAddr, app.Options{Registry: reg, Pprof: cfg.Pprof}, log)
+	if err != nil {
+		return nil, nil, badVar("HTTP_ADDR", cfg.raw["HTTP_ADDR"], fmt.Sprintf("cannot listen there (%s): use a free port on an address of this host", shortErr(err)))
+	}
+	log.Info("serving /healthz and /metrics; /readyz answers 200 once consuming", "http", srv.Addr())
+	return srv, reg, nil
+}
+
+// start checks the cluster and connects the pipeline, every step bounded
+// and interruptible; it returns errInterrupted when ctx ends first.
+func start(ctx context.Context, cfg Config, log *slog.Logger, srv *app.Server, reg *prometheus.Registry) (*proxy.Pipeline, error) {
 	cfg.Security.warn(log)
 	k := cfg.kafka()
-	if err := preflight(k, cfg, log); err != nil {
+	st := &startup{ctx: ctx, log: log, http: srv}
+	if err := st.preflight(k, cfg); err != nil {
 		return nil, err
 	}
 	pc, _ := cfg.pipeline()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pipe, err := proxy.Dial(k, pc, log, reg)
+	var pipe *proxy.Pipeline
+	err := st.step("the transactional producer (InitProducerId) and the consumer group", checkAdvertised, dialStepTimeout, func(context.Context) error {
+		p, err := proxy.Dial(k, pc, log, reg)
+		pipe = p
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on PHASEGATE_HTTP_ADDR=%s: %w", cfg.HTTPAddr, err)
-	}
-	s := &sidecar{ctx: ctx, log: log, pipe: pipe, ln: ln}
-	mux := s.routes(reg)
-	if cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("HTTP server stopped", "err", err)
-		}
-	}()
+	srv.Attach(pipe)
 	log.Info("phasegate started", "inputs", cfg.InputTopics, "output", cfg.OutputTopic,
 		"quarantine", cfg.QuarantineTopic, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
-		"http", ln.Addr().String())
-	return s, nil
-}
-
-func (s *sidecar) run() error { return s.pipe.Run(s.ctx) }
-
-func (s *sidecar) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = s.http.Shutdown(ctx)
-}
-
-func (s *sidecar) routes(reg *prometheus.Registry) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", liveView())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.pipe.Ready() {
-			http.Error(w, "not ready: not in the group, shutting down, or phases not advancing (see /phases)", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	mux.HandleFunc("GET /phases", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.pipe.Status())
-	})
-	return mux
+		"http", srv.Addr())
+	return pipe, nil
 }
 
 // healthcheck asks the local sidecar's /healthz (the container image has no
 // shell or curl).
-func healthcheck(environ map[string]string, stderr interface{ Write([]byte) (int, error) }) int {
+func healthcheck(environ map[string]string, stderr io.Writer) int {
 	addr := environ[envPrefix+"HTTP_ADDR"]
 	if addr == "" {
 		addr = ":9464"
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "healthcheck:", badVar("HTTP_ADDR", addr, "host:port"))
+	if err := checkHTTPAddr(addr); err != nil {
+		fmt.Fprintln(stderr, "healthcheck:", err)
 		return 2
 	}
+	host, port, _ := net.SplitHostPort(addr)
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,8 +15,8 @@ import (
 	"github.com/phasegate/phasegate/internal/kafkatest"
 )
 
-// The program's whole start (preflight, quarantine topic creation, the
-// pipeline, HTTP) against a broker, then a clean shutdown on cancel.
+// The program's whole start (HTTP first, preflight, quarantine topic
+// creation, the pipeline) against a broker, then a clean shutdown on cancel.
 func TestStartServeAndShutDown(t *testing.T) {
 	c, err := kafkatest.Kfake(map[string]int32{"orders": 2, "payments": 1, "aligned": 2})
 	if err != nil {
@@ -27,39 +30,36 @@ func TestStartServeAndShutDown(t *testing.T) {
 		"PHASEGATE_HTTP_ADDR":       "127.0.0.1:0",
 		"PHASEGATE_SESSION_TIMEOUT": "6s", "PHASEGATE_TRANSACTION_TIMEOUT": "5s",
 	}
-	cfg, err := loadConfig(env)
+	cfg, _, err := loadConfig(env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, reg, err := listen(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	base := "http://" + srv.Addr()
+	if code := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz before start: %d, want 200", code)
+	}
+	if code := get(t, base+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before start: %d, want 503", code)
+	}
+	pipe, err := start(ctx, cfg, log, srv, reg)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.run() }()
-	base := "http://" + s.ln.Addr().String()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered 200: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	go func() { done <- runPipeline(ctx, pipe, srv, log) }()
+	pollUntil(t, 20*time.Second, "/readyz never answered 200", func() bool { return get(t, base+"/readyz") == http.StatusOK })
 	for _, path := range []string{"/healthz", "/metrics", "/phases", "/"} {
-		resp, err := http.Get(base + path)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %v %v", path, err, resp)
+		if code := get(t, base+path); code != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, code)
 		}
-		resp.Body.Close()
 	}
 	// The quarantine topic was created by preflight.
 	parts, err := kafkatest.ReadTopic(ctx, c.ListenAddrs(), "aligned.quarantine", true, 100*time.Millisecond)
@@ -72,8 +72,54 @@ func TestStartServeAndShutDown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run after shutdown: %v", err)
 		}
-	case <-time.After(shutdownGrace):
+	case <-time.After(shutdownGrace + time.Second):
 		t.Fatal("shutdown took longer than the grace period")
 	}
-	s.close()
+}
+
+// get returns the status code of GET url, 0 when it cannot connect.
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// An HTTP address the sidecar cannot listen on is configuration that
+// cannot work: exit status 2 and one ERROR line naming the variable, before
+// any broker is asked.
+func TestHTTPAddressUnusable(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	tests := []struct{ name, addr, line string }{
+		{"in use", taken.Addr().String(), `PHASEGATE_HTTP_ADDR="` + taken.Addr().String() + `": cannot listen there (address already in use): use a free port on an address of this host`},
+		{"not an address of this host", "192.0.2.1:9464", `PHASEGATE_HTTP_ADDR="192.0.2.1:9464": cannot listen there (cannot assign requested address): use a free port on an address of this host`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := validEnv()
+			env["PHASEGATE_HTTP_ADDR"] = tt.addr
+			env["PHASEGATE_LOG_FORMAT"] = "json"
+			var out bytes.Buffer
+			if code := run(nil, env, &out, &out); code != 2 {
+				t.Fatalf("exit %d, want 2:\n%s", code, out.String())
+			}
+			var errs []string
+			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var ll struct{ Level, Msg string }
+				if json.Unmarshal([]byte(l), &ll) == nil && ll.Level == "ERROR" {
+					errs = append(errs, ll.Msg)
+				}
+			}
+			if len(errs) != 1 || errs[0] != tt.line {
+				t.Errorf("ERROR lines %q, want %q", errs, tt.line)
+			}
+		})
+	}
 }

@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/proxy"
 )
 
-// errStatusAnswer is returned when the sidecar answered /phases with
-// something other than a 200 and a Status.
-var errStatusAnswer = errors.New("sidecar: unexpected answer from /phases")
+// errNotSidecar is returned when the address answers HTTP, but not as a
+// phasegate sidecar does.
+var errNotSidecar = errors.New("not a phasegate sidecar")
 
 // runStatus is `sidecar status`: it reads /phases of a running sidecar and
 // prints it as tables. It exits 0 on success, 1 when the sidecar cannot be
@@ -26,13 +27,19 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sidecar status [-addr host:port] [-sealed n] [-timeout d]")
-		fmt.Fprintln(stderr, "Prints the phase view of a running sidecar (its /phases) as tables.")
+		fmt.Fprintln(fs.Output(), "usage: sidecar status [-addr host:port] [-sealed n] [-timeout d]")
+		fmt.Fprintln(fs.Output(), "Prints the phase view of a running sidecar (its /phases) as tables.")
+		fmt.Fprintln(fs.Output(), "Exit status: 0 when printed, 1 when the sidecar cannot be reached, is starting or is not a phasegate sidecar, 2 on bad arguments.")
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "", "the sidecar's HTTP address (default: "+envPrefix+"HTTP_ADDR, else :9464)")
 	sealed := fs.Int("sealed", 10, "how many of the last sealed phases to print")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the sidecar")
+	if wantsHelp(args) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,7 +90,9 @@ func statusBase(flagAddr string, environ map[string]string) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// fetchStatus GETs base/phases and decodes it.
+// fetchStatus GETs base/phases and decodes it. An answer that is not a
+// phase status is described (status, content type), never dumped: the
+// address may be any web server.
 func fetchStatus(ctx context.Context, c *http.Client, base string) (*proxy.Status, error) {
 	url := base + "/phases"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -97,13 +106,30 @@ func fetchStatus(ctx context.Context, c *http.Client, base string) (*proxy.Statu
 			url, err, envPrefix)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-		return nil, fmt.Errorf("%w: GET %s: %s: %s", errStatusAnswer, url, resp.Status, strings.TrimSpace(string(body)))
+	ctype := resp.Header.Get("Content-Type")
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	text := strings.TrimSpace(string(body))
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(text, app.StartingPrefix):
+		return nil, fmt.Errorf("the sidecar at %s is starting, waiting for %s", base, strings.TrimPrefix(text, app.StartingPrefix))
+	case resp.StatusCode != http.StatusOK && strings.HasPrefix(ctype, "text/plain") && len(text) <= 200 && !strings.ContainsAny(text, "<>"):
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, text)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s is %w: GET /phases answered %s (%s); check -addr or %sHTTP_ADDR",
+			base, errNotSidecar, resp.Status, contentKind(ctype), envPrefix)
 	}
 	var st proxy.Status
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&st); err != nil {
-		return nil, fmt.Errorf("%w: GET %s: not a phase status: %v", errStatusAnswer, url, err)
+	if !strings.HasPrefix(ctype, "application/json") || json.Unmarshal(body, &st) != nil || st.Updated.IsZero() {
+		return nil, fmt.Errorf("%s is %w: GET /phases answered %s with %s, not a phase status; check -addr or %sHTTP_ADDR",
+			base, errNotSidecar, resp.Status, contentKind(ctype), envPrefix)
 	}
 	return &st, nil
+}
+
+func contentKind(ctype string) string {
+	if ctype == "" {
+		return "no content type"
+	}
+	kind, _, _ := strings.Cut(ctype, ";")
+	return kind
 }

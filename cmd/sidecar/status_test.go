@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -60,6 +61,19 @@ func phasesServer(t *testing.T, handler http.HandlerFunc) string {
 	mux := http.NewServeMux()
 	mux.Handle("GET /phases", handler)
 	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// htmlServer answers every path with an HTML page and code, as a web
+// server that is not a sidecar would.
+func htmlServer(t *testing.T, code int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte("<!DOCTYPE html><html><body><h1>Whitelabel Error Page</h1></body></html>"))
+	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
 }
@@ -136,8 +150,23 @@ func TestRunStatus(t *testing.T) {
 		{
 			name: "not a status", addr: phasesServer(t, func(w http.ResponseWriter, _ *http.Request) {
 				_, _ = w.Write([]byte("<html>a proxy's login page</html>"))
-			}), wantCode: 1, wantStderr: "not a phase status",
+			}), wantCode: 1, wantStderr: " is not a phasegate sidecar: GET /phases answered 200 OK with text/html, not a phase status; check -addr or PHASEGATE_HTTP_ADDR\n",
 		},
+		{
+			name: "JSON of something else", addr: phasesServer(t, serveJSON(map[string]string{"status": "UP"})),
+			wantCode: 1, wantStderr: " is not a phasegate sidecar: GET /phases answered 200 OK with application/json, not a phase status",
+		},
+		{
+			name: "a web server's 404 page", addr: htmlServer(t, http.StatusNotFound),
+			wantCode: 1, wantStderr: " is not a phasegate sidecar: GET /phases answered 404 Not Found (text/html); check -addr or PHASEGATE_HTTP_ADDR\n",
+		},
+		{
+			name: "a sidecar still starting", addr: phasesServer(t, func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, app.StartingPrefix+"the cluster metadata from kafka:9092", http.StatusServiceUnavailable)
+			}), wantCode: 1, wantStderr: " is starting, waiting for the cluster metadata from kafka:9092\n",
+		},
+		{name: "-help", args: []string{"-help"}, wantCode: 0, wantLines: []string{"usage: sidecar status [-addr host:port] [-sealed n] [-timeout d]"}},
+		{name: "--help", args: []string{"--help"}, wantCode: 0, wantLines: []string{"Prints the phase view of a running sidecar (its /phases) as tables."}},
 		{name: "bad address", args: []string{"-addr", "nonsense"}, wantCode: 2, wantStderr: `-addr="nonsense": want host:port`},
 		{name: "stray argument", args: []string{"-addr", good, "extra"}, wantCode: 2, wantStderr: `unexpected argument "extra"`},
 	}
@@ -165,6 +194,9 @@ func TestRunStatus(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+			if strings.Contains(stderr.String(), "<") {
+				t.Errorf("stderr holds markup: %q", stderr.String())
 			}
 			if tt.wantCode != 0 && stdout.Len() != 0 {
 				t.Errorf("a failed status printed to stdout: %q", stdout.String())

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -19,7 +20,7 @@ import (
 func liveViewServer(t *testing.T, phases http.Handler) string {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", liveView())
+	mux.Handle("GET /{$}", app.LiveView())
 	mux.Handle("GET /phases", phases)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -190,18 +191,4 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
-}
-
-// pollUntil calls cond every 50 ms until it holds or timeout passes.
-func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		<-tick.C
-	}
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/watermarks"
@@ -147,7 +149,7 @@ func startSlowSidecar(t *testing.T) (*proxy.Pipeline, string, uint64) {
 		Tick:   10 * time.Millisecond, LagInterval: 200 * time.Millisecond, QuarantineDelay: 500 * time.Millisecond,
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sc, err := kafkatest.StartSidecar(kafkatest.KafkaFor(brokers), cfg, log)
+	sc, err := inproc.StartSidecar(inproc.KafkaFor(brokers), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +176,7 @@ func startSlowSidecar(t *testing.T) (*proxy.Pipeline, string, uint64) {
 	// virtual time fires the page's 1 s refresh timer at once; holding each
 	// /phases answer until the pipeline has published a newer state gives
 	// every refresh a new state, as a second of real time would.
-	s := &sidecar{pipe: pipe, log: log}
-	routes := s.routes(sc.Registry)
+	routes := app.Routes(pipe, app.Options{Registry: sc.Registry})
 	var mu sync.Mutex // serialises /phases answers and guards served
 	var served time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/watermarks"
@@ -47,7 +48,7 @@ func TestJoinReadsWholePhases(t *testing.T) {
 	if err := prod.Produce(ctx, recs...); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := kafkatest.StartSidecar(kafkatest.KafkaFor(brokers), proxy.Config{
+	sc, err := inproc.StartSidecar(inproc.KafkaFor(brokers), proxy.Config{
 		InputTopics: []string{"orders", "payments"}, OutputTopic: "aligned", QuarantineTopic: "aligned.quarantine",
 		GroupID: "g", TransactionalID: "join-test",
 		Watermarks: watermarks.Config{PhaseLength: time.Second, IdleTimeout: 300 * time.Millisecond, MaxBufferBytes: 1 << 20,

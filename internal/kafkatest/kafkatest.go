@@ -1,23 +1,16 @@
-// Package kafkatest runs phasegate against a broker for tests and the demo:
-// an in-process kfake cluster (fast, not proof), an independent franz-go
-// client to write inputs and read outputs, and a sidecar runner.
 package kafkatest
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/markers"
-	"github.com/phasegate/phasegate/proxy"
 )
 
 // Kfake starts an in-process Kafka cluster with the topics (name ->
@@ -138,51 +131,3 @@ func ReadTopic(ctx context.Context, brokers []string, topic string, committed bo
 		}
 	}
 }
-
-// Sidecar is a phasegate pipeline running in this process.
-type Sidecar struct {
-	Pipeline *proxy.Pipeline
-	Registry *prometheus.Registry
-	cancel   context.CancelFunc
-	done     chan error
-}
-
-// KafkaFor returns client settings for brokers, with timeouts sized for
-// tests.
-func KafkaFor(brokers []string) proxy.Kafka {
-	return proxy.Kafka{
-		Brokers: brokers,
-		Base: func() *sarama.Config {
-			c := sarama.NewConfig()
-			c.Version = sarama.V3_9_0_0
-			c.ClientID = "phasegate-test"
-			return c
-		},
-		TransactionTimeout: 5 * time.Second,
-		SessionTimeout:     6 * time.Second,
-		MaxRecordBytes:     1000000,
-	}
-}
-
-// StartSidecar dials and runs a pipeline until Stop.
-func StartSidecar(k proxy.Kafka, cfg proxy.Config, log *slog.Logger) (*Sidecar, error) {
-	reg := prometheus.NewRegistry()
-	p, err := proxy.Dial(k, cfg, log, reg)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Sidecar{Pipeline: p, Registry: reg, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- p.Run(ctx) }()
-	return s, nil
-}
-
-// Stop shuts the pipeline down and returns Run's error.
-func (s *Sidecar) Stop() error {
-	s.cancel()
-	return <-s.done
-}
-
-// Done is closed... returns Run's error channel, for a pipeline that stops by
-// itself (fenced).
-func (s *Sidecar) Done() <-chan error { return s.done }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,7 @@ import (
 )
 
 func TestLiveViewHandler(t *testing.T) {
-	srv := httptest.NewServer(liveView())
+	srv := httptest.NewServer(LiveView())
 	t.Cleanup(srv.Close)
 	tests := []struct {
 		name, method string

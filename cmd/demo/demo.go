@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -17,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/proxy"
@@ -34,25 +33,25 @@ const (
 	demoIdle           = time.Second
 )
 
-// runDemo starts an in-process broker (kfake), feeds two forks through the
-// phase trap's failure modes, runs the sidecar with its HTTP endpoints, and
-// prints each phase as a read_committed consumer sees it.
-func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dur := fs.Duration("duration", 8*time.Second, "how long the producers feed the forks")
-	addr := fs.String("http", "127.0.0.1:9464", "where to serve the live view (a free port is used if taken)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if err := demo(*dur, *addr, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "demo:", err)
-		return 1
-	}
-	return 0
+// schedule is when the demo's events happen, as fractions of the feed
+// duration, so that a short or long run shows all of them (8 s: the
+// partition goes silent at 2s, the retry storm runs from 4s to 5s, the
+// late payment comes at 5s).
+type schedule struct {
+	feed, silent, stormFrom, stormTo, late time.Duration
 }
 
-func demo(feed time.Duration, addr string, stdout, stderr io.Writer) error {
+func newSchedule(feed time.Duration) schedule {
+	return schedule{feed: feed, silent: feed / 4, stormFrom: feed / 2, stormTo: feed/2 + feed/8, late: feed * 5 / 8}
+}
+
+// demo starts an in-process broker (kfake), feeds two forks through the
+// phase trap's failure modes, runs the pipeline behind the sidecar's HTTP
+// endpoints and live view, and prints each phase as a read_committed
+// consumer sees it. With hold, the pipeline and the live view stay up after
+// the summary until ctx ends.
+func demo(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	sched := newSchedule(o.duration)
 	cluster, err := kafkatest.Kfake(map[string]int32{demoFast: 3, demoSlow: 2, demoOut: demoOutParts, demoOut + ".quarantine": demoOutParts})
 	if err != nil {
 		return err
@@ -72,39 +71,41 @@ func demo(feed time.Duration, addr string, stdout, stderr io.Writer) error {
 		Tick:   10 * time.Millisecond, LagInterval: 200 * time.Millisecond, QuarantineDelay: 500 * time.Millisecond,
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sc, err := kafkatest.StartSidecar(kafkatest.KafkaFor(brokers), cfg, log)
+	sc, err := inproc.StartSidecar(inproc.KafkaFor(brokers), cfg, log)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
+	srv, err := app.Listen(o.addr, app.Options{Registry: sc.Registry}, log)
+	if err != nil && !o.addrSet {
+		srv, err = app.Listen("127.0.0.1:0", app.Options{Registry: sc.Registry}, log)
 	}
-	srv := &http.Server{Handler: (&sidecar{pipe: sc.Pipeline}).routes(sc.Registry), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	if err != nil {
+		_ = sc.Stop()
+		return fmt.Errorf("%s: cannot serve the live view there (%v): choose a free port", o.addrFrom, err)
+	}
 	defer srv.Close()
+	srv.Attach(sc.Pipeline)
 
 	fmt.Fprintf(stdout, `in-process Kafka (kfake) on %v; live view: http://%s/
-forks: %s (3 partitions, hot key holding 70 %%, partition 2 goes silent at 2s),
-       %s (2 partitions, %s behind); a retry storm at 4s; a late record at 5s
-output: %s (%d partitions), phases of %s, idle timeout %s
+forks: %s (3 partitions, hot key holding 70 %%, partition 2 goes silent at %s),
+       %s (2 partitions, %s behind); a retry storm from %s to %s; a late payment at %s
+output: %s (%d partitions), phases of %s, idle timeout %s; producers feed for %s%s
+(flags: -duration, -http, -hold; see demo -help)
 
-`, brokers, ln.Addr(), demoFast, demoSlow, demoSlowDelay, demoOut, demoOutParts, demoPhase, demoIdle)
+`, brokers, srv.Addr(), demoFast, sched.silent, demoSlow, demoSlowDelay, sched.stormFrom, sched.stormTo, sched.late,
+		demoOut, demoOutParts, demoPhase, demoIdle, sched.feed, holdNote(o.hold))
 
-	ctx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	feeder := &demoFeeder{sent: map[string]int{}}
+	feeder := &demoFeeder{sent: map[string]int{}, sched: sched}
 	wg.Go(func() {
-		if err := feeder.run(ctx, brokers, feed); err != nil && !errors.Is(err, context.Canceled) {
+		if err := feeder.run(runCtx, brokers); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "demo: producer:", err)
 		}
 	})
 	watch := &demoWatch{out: stdout, start: time.Now(), records: map[string]int{}, byCause: map[markers.SealedBy]int{}}
-	readCtx, stopRead := context.WithCancel(ctx)
+	readCtx, stopRead := context.WithCancel(runCtx)
 	wg.Go(func() { watch.read(readCtx, brokers) })
 	durations := map[uint64]float64{}
 	collect := func() {
@@ -112,14 +113,19 @@ output: %s (%d partitions), phases of %s, idle timeout %s
 			durations[s.Phase] = s.Duration
 		}
 	}
-	feedEnd := time.Now().Add(feed)
+	feedEnd := time.Now().Add(sched.feed)
 	stopAt := feedEnd.Add(demoSlowDelay + 3*demoIdle) // the last phases seal by idleness
-	for time.Now().Before(stopAt) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(stopAt) && ctx.Err() == nil {
 		collect()
 		if time.Now().After(feedEnd) && watch.caughtUp(feeder.published()) {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
 	}
 	collect()
 	stopRead()
@@ -128,15 +134,27 @@ output: %s (%d partitions), phases of %s, idle timeout %s
 	peak := sc.Pipeline.Status().PeakBufferedBytes
 	dups := gather(sc, "phasegate_duplicates_dropped_total")
 	quar := gather(sc, "phasegate_quarantined_total")
-	if err := sc.Stop(); err != nil {
-		return err
+	if ctx.Err() != nil {
+		fmt.Fprintln(stdout, "\ninterrupted: the summary covers what was visible so far")
 	}
-	watch.summary(feeder.published(), feeder.retries, dups, quar, peak, p99(durations))
-	return nil
+	watch.summary(sched, feeder.published(), feeder.retries, dups, quar, peak, p99(durations))
+	if o.hold && ctx.Err() == nil {
+		fmt.Fprintf(stdout, "\nholding: the pipeline and the live view stay up at http://%s/ until Ctrl-C\n", srv.Addr())
+		<-ctx.Done()
+	}
+	return sc.Stop()
+}
+
+func holdNote(hold bool) string {
+	if hold {
+		return "; the live view stays up after the summary (-hold)"
+	}
+	return ""
 }
 
 // demoFeeder writes the forks: every 10 ms a record per live partition.
 type demoFeeder struct {
+	sched   schedule
 	mu      sync.Mutex
 	sent    map[string]int // distinct records per topic (retries not counted)
 	retries int
@@ -152,14 +170,14 @@ func (f *demoFeeder) published() map[string]int {
 	return out
 }
 
-func (f *demoFeeder) run(ctx context.Context, brokers []string, feed time.Duration) error {
+func (f *demoFeeder) run(ctx context.Context, brokers []string) error {
 	prod, err := kafkatest.NewProducer(brokers)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
 	start := time.Now()
-	end := start.Add(feed)
+	end := start.Add(f.sched.feed)
 	var slowQueue []*kgo.Record
 	late := false
 	for n := 0; ctx.Err() == nil; n++ {
@@ -171,7 +189,7 @@ func (f *demoFeeder) run(ctx context.Context, brokers []string, feed time.Durati
 		retries := 0
 		if now.Before(end) {
 			for p := range int32(3) {
-				if p == 2 && now.Sub(start) > 2*time.Second {
+				if p == 2 && now.Sub(start) > f.sched.silent {
 					continue // orders/2 goes silent: idle after the idle timeout
 				}
 				key := "customer-hot"
@@ -181,7 +199,7 @@ func (f *demoFeeder) run(ctx context.Context, brokers []string, feed time.Durati
 				r := &kgo.Record{Topic: demoFast, Partition: p, Timestamp: now, Key: []byte(key), Value: []byte("order"),
 					Headers: []kgo.RecordHeader{{Key: markers.HeaderID, Value: fmt.Appendf(nil, "order-%d-%d", p, n)}}}
 				recs = append(recs, r)
-				if d := now.Sub(start); d > 4*time.Second && d < 5*time.Second {
+				if d := now.Sub(start); d > f.sched.stormFrom && d < f.sched.stormTo {
 					retry := *r // a retry storm: the producer sends every order twice
 					recs = append(recs, &retry)
 					retries++
@@ -190,7 +208,7 @@ func (f *demoFeeder) run(ctx context.Context, brokers []string, feed time.Durati
 			for p := range int32(2) {
 				slowQueue = append(slowQueue, &kgo.Record{Topic: demoSlow, Partition: p, Timestamp: now, Value: []byte("payment")})
 			}
-			if !late && now.Sub(start) > 5*time.Second {
+			if !late && now.Sub(start) > f.sched.late {
 				late = true // a payment three seconds late: its phase is sealed
 				recs = append(recs, &kgo.Record{Topic: demoSlow, Partition: 0, Timestamp: now.Add(-3 * time.Second), Value: []byte("late payment")})
 			}
@@ -210,7 +228,10 @@ func (f *demoFeeder) run(ctx context.Context, brokers []string, feed time.Durati
 		f.sent[demoFast] -= retries
 		f.retries += retries
 		f.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
+		select { // every 10 ms a record per live partition
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	return ctx.Err()
 }
@@ -293,7 +314,7 @@ func (w *demoWatch) caughtUp(sent map[string]int) bool {
 	return len(sent) > 0 && w.records[demoFast] >= sent[demoFast] && w.records[demoSlow] >= sent[demoSlow]-1
 }
 
-func (w *demoWatch) summary(sent map[string]int, retries int, dups, quar float64, peak int64, p99 float64) {
+func (w *demoWatch) summary(sched schedule, sent map[string]int, retries int, dups, quar float64, peak int64, p99 float64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var causes []string
@@ -302,17 +323,17 @@ func (w *demoWatch) summary(sent map[string]int, retries int, dups, quar float64
 	}
 	sort.Strings(causes)
 	fmt.Fprintf(w.out, `
-summary: %d phases visible to read_committed, sealed_by %v
+summary of %s of feeding: %d phases visible to read_committed, sealed_by %v
   records per branch: %s %d of %d sent, %s %d of %d sent
-  duplicates dropped: %.0f (the retry storm resent %d)
-  quarantined: %.0f (the late payment)
+  duplicates dropped: %.0f (the retry storm from %s to %s resent %d)
+  quarantined: %.0f (the late payment at %s)
   largest buffer: %d bytes; p99 phase duration: %.2fs
-`, w.phases, causes, demoFast, w.records[demoFast], sent[demoFast], demoSlow, w.records[demoSlow], sent[demoSlow],
-		dups, retries, quar, peak, p99)
+`, sched.feed, w.phases, causes, demoFast, w.records[demoFast], sent[demoFast], demoSlow, w.records[demoSlow], sent[demoSlow],
+		dups, sched.stormFrom, sched.stormTo, retries, quar, sched.late, peak, p99)
 }
 
 // gather sums a counter of the demo sidecar's registry over its labels.
-func gather(sc *kafkatest.Sidecar, name string) float64 {
+func gather(sc *inproc.Sidecar, name string) float64 {
 	mfs, err := sc.Registry.Gather()
 	if err != nil {
 		return 0

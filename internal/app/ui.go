@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/sha256"
@@ -15,12 +15,12 @@ import (
 //go:embed ui/index.html
 var indexHTML string
 
-// liveView serves the live phase view at /. The Content-Security-Policy
+// LiveView serves the live phase view at /. The Content-Security-Policy
 // allows only the page's own inline script and style (by hash) and requests
 // to its own origin, so the page cannot load or send anything elsewhere, and
 // data from /phases (topic names) can never run as script. Safe for
 // concurrent use.
-func liveView() http.Handler {
+func LiveView() http.Handler {
 	csp := contentSecurityPolicy(indexHTML)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
