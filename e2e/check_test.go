@@ -82,6 +82,7 @@ func (sc *scenario) check() *result {
 		r.aborted += n
 	}
 
+	sc.checkVerifyCommand(ctx, r)
 	sc.checkJava(ctx, r)
 	sc.checkTransactions(ctx)
 	sc.checkRaces()

@@ -227,6 +227,7 @@ Usage:
   sidecar              run, configured by the environment variables below
   sidecar config       check the environment and print the configuration it gives (secrets redacted)
   sidecar status       print the local sidecar's /phases as a table (-addr to ask another one)
+  sidecar verify       check an aligned topic's phases against docs/MARKERS.md (sidecar verify --help)
   sidecar healthcheck  exit 0 when the local sidecar's /healthz answers (for container health checks)
   sidecar --help       this text; each command also answers --help
 

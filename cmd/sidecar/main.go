@@ -49,6 +49,8 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		return healthcheck(environ, stderr)
 	case "status":
 		return runStatus(args[1:], environ, stdout, stderr)
+	case "verify":
+		return runVerify(args[1:], environ, stdout, stderr)
 	case "config":
 		if wantsHelp(args[1:]) {
 			fmt.Fprint(stdout, configUsage)

@@ -1,9 +1,3 @@
-// Package verify is the one verifier every phasegate test uses, on kfake and
-// on a real broker: it checks an output topic read with read_committed
-// against every guarantee of MARKERS.md section 3.2, and accounts for every
-// input record (in the output or the quarantine exactly once, or a proven
-// duplicate). It holds no Kafka client: callers read the topics with any
-// client and hand over the records.
 package verify
 
 import (
@@ -24,7 +18,8 @@ type Phase struct {
 	Markers  int // markers seen for this phase (one per output partition)
 }
 
-// Output is what the verifier learned from an output topic.
+// Output is what the verifier learned from a whole output topic held in
+// memory (the tests' form; the command streams with a Checker).
 type Output struct {
 	Partitions int
 	Phases     map[uint64]*Phase
@@ -33,8 +28,11 @@ type Output struct {
 	// Published maps each data record's phasegate.source to its phase.
 	Published map[string]uint64
 	// IDs maps phase -> phasegate.id -> count across the topic.
-	IDs        map[uint64]map[string]int
+	IDs map[uint64]map[string]int
+	// Violations are Violation values, in the order found.
 	Violations []error
+	// Report is the Checker's report.
+	Report *Report
 }
 
 // Sorted returns the phases in ascending order.
@@ -50,84 +48,71 @@ func (o *Output) Sorted() []*Phase {
 // Err joins the violations found, or nil.
 func (o *Output) Err() error { return errors.Join(o.Violations...) }
 
-// CheckOutput runs markers.Reader over every output partition (records in
-// offset order, read with read_committed) and checks the topic-wide rules:
-// every phase with data has a marker on every partition, each phasegate.id
-// appears at most once per phase across the topic, markers of one phase
-// agree, and no input marker was republished as data.
+// CheckOutput checks a whole output topic read with read_committed from
+// the log start to its end: partitions[p] holds partition p's records in
+// offset order. It is a Checker with KeepSources, fed partition by
+// partition.
 func CheckOutput(partitions [][]markers.Record) *Output {
-	o := &Output{
-		Partitions: len(partitions),
-		Phases:     map[uint64]*Phase{},
-		Published:  map[string]uint64{},
-		IDs:        map[uint64]map[string]int{},
+	recs := make([][]Record, len(partitions))
+	for p, rs := range partitions {
+		recs[p] = make([]Record, len(rs))
+		for i, r := range rs {
+			recs[p][i] = Record{Partition: int32(p), Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers}
+		}
 	}
-	for part, recs := range partitions {
-		r := markers.NewReader(int32(part))
-		for _, rec := range recs {
-			ph, err := r.Feed(rec)
-			if err != nil {
-				o.Violations = append(o.Violations, fmt.Errorf("partition %d: %w", part, err))
+	return Check(recs)
+}
+
+// Check is CheckOutput for Records, which carry their timestamps.
+func Check(partitions [][]Record) *Output {
+	o := &Output{Partitions: len(partitions), Phases: map[uint64]*Phase{}}
+	c := New(Config{
+		Partitions:  int32(len(partitions)),
+		KeepSources: true,
+		OnViolation: func(v Violation) { o.Violations = append(o.Violations, v) },
+		OnPhase: func(s *PhaseSummary) {
+			ph := &Phase{ID: s.ID, Records: int(s.Records), Sources: map[string]int64{}, SealedBy: s.SealedBy}
+			for _, pp := range s.Partitions {
+				if !pp.Marker {
+					continue
+				}
+				ph.Markers++
+				for t, n := range pp.Sources {
+					ph.Sources[t] += n
+				}
 			}
-			if ph != nil {
-				o.phase(part, ph)
-			}
+			o.Phases[s.ID] = ph
+		},
+	})
+	for p, rs := range partitions {
+		for i := range rs {
+			c.Feed(&rs[i])
 		}
-		if err := r.End(); err != nil {
-			o.Violations = append(o.Violations, fmt.Errorf("partition %d: %w", part, err))
-		}
+		c.EndPartition(int32(p), 0, false)
 	}
-	for _, ph := range o.Phases {
-		if ph.Records > 0 && ph.Markers != o.Partitions {
-			o.Violations = append(o.Violations, fmt.Errorf("phase %d has data but markers on %d of %d partitions", ph.ID, ph.Markers, o.Partitions))
-		}
-	}
-	for phase, ids := range o.IDs {
-		for id, n := range ids {
-			if n > 1 {
-				o.Violations = append(o.Violations, fmt.Errorf("phase %d: phasegate.id %q appears %d times across the topic", phase, id, n))
-			}
-		}
-	}
+	o.Report = c.Finish(false)
+	o.Data, o.Markers = int(o.Report.Stats.Data), int(o.Report.Stats.Markers)
+	o.Published, o.IDs = c.keep.published, c.keep.ids
 	return o
 }
 
-func (o *Output) phase(part int, ph *markers.Phase) {
-	p := o.Phases[ph.ID]
-	if p == nil {
-		p = &Phase{ID: ph.ID, Sources: map[string]int64{}, SealedBy: ph.Marker.SealedBy}
-		o.Phases[ph.ID] = p
+// kept is what Config.KeepSources keeps for Account.
+type kept struct {
+	published map[string]uint64         // phasegate.source -> phase
+	ids       map[uint64]map[string]int // phase -> phasegate.id -> records
+}
+
+func (k *kept) add(part int32, off int64, phase uint64, meta *markers.Meta, c *Checker) {
+	src := string(meta.Source)
+	if prev, dup := k.published[src]; dup && prev != phase {
+		c.violate(Violation{Partition: part, Offset: off, Phase: phase, Rule: RulePublishedTwice,
+			Detail: fmt.Sprintf("input record %s is also in phase %d", src, prev)})
 	}
-	p.Markers++
-	o.Markers++
-	if p.SealedBy != ph.Marker.SealedBy {
-		o.Violations = append(o.Violations, fmt.Errorf("phase %d: partition %d says sealed_by %s, another partition %s", ph.ID, part, ph.Marker.SealedBy, p.SealedBy))
+	k.published[src] = phase
+	if k.ids[phase] == nil {
+		k.ids[phase] = map[string]int{}
 	}
-	var sum int64
-	for t, n := range ph.Marker.Sources {
-		p.Sources[t] += n
-		sum += n
-	}
-	if sum != ph.Marker.Count {
-		o.Violations = append(o.Violations, fmt.Errorf("phase %d partition %d: sources add up to %d, count is %d", ph.ID, part, sum, ph.Marker.Count))
-	}
-	if o.IDs[ph.ID] == nil {
-		o.IDs[ph.ID] = map[string]int{}
-	}
-	for _, rec := range ph.Records {
-		p.Records++
-		o.Data++
-		meta, _ := markers.Inspect(rec.Headers)
-		if meta.Marker {
-			o.Violations = append(o.Violations, fmt.Errorf("phase %d partition %d offset %d: a marker republished as data", ph.ID, part, rec.Offset))
-		}
-		o.IDs[ph.ID][string(meta.ID)]++
-		src := string(header(rec.Headers, markers.HeaderSource))
-		if prev, dup := o.Published[src]; dup {
-			o.Violations = append(o.Violations, fmt.Errorf("input record %s published twice (phases %d and %d)", src, prev, ph.ID))
-		}
-		o.Published[src] = ph.ID
-	}
+	k.ids[phase][string(meta.ID)]++
 }
 
 // Input is one record written to a fork topic, as the test wrote it.

@@ -42,11 +42,16 @@ func TestCheckOutput(t *testing.T) {
 		{"marker missing on a partition", func(p [][]markers.Record) [][]markers.Record {
 			p[1] = []markers.Record{data(2, "a/1/0", 1), marker(2, 1, 1, 2)}
 			return p
-		}, "markers on 1 of 2 partitions"},
+		}, "marker-not-on-every-partition"},
 		{"same id twice in a phase across partitions", func(p [][]markers.Record) [][]markers.Record {
 			p[1][1] = data(2, "a/0/1", 1)
 			return p
-		}, "published twice"},
+		}, "duplicate-id"},
+		{"same input record in two phases", func(p [][]markers.Record) [][]markers.Record {
+			p[1][1] = data(2, "a/0/0", 1)
+			p[1][1].Headers[1].Value = []byte("other-id")
+			return p
+		}, "published-twice"},
 		{"count mismatch", func(p [][]markers.Record) [][]markers.Record {
 			p[0][1] = marker(1, 0, 2, 1)
 			return p

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/phasegate/phasegate/internal/verify"
 	"github.com/phasegate/phasegate/markers"
 )
 
@@ -75,10 +76,9 @@ type outputCheck struct {
 
 // verifyOutput reads topic whole with read_committed, until every partition
 // showed the marker of phase last and then was quiet for a second, and checks
-// it: data records = want, every marker's count = the data records since the
-// previous marker on its partition, marker phases strictly increase, every
-// data record's phase lies between its neighbouring markers, and the
-// quarantine topic is empty.
+// it with internal/verify (every rule of MARKERS.md 3.2, the verifier of
+// `sidecar verify` and the e2e suite): data records = want, no data after
+// the marker of phase last, and the quarantine topic is empty.
 func verifyOutput(ctx context.Context, brokers []string, topic, quarantine string, parts int32, last uint64, want int) outputCheck {
 	var c outputCheck
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
@@ -89,21 +89,14 @@ func verifyOutput(ctx context.Context, brokers []string, topic, quarantine strin
 		return c
 	}
 	defer cl.Close()
-	type state struct {
-		data      int64
-		maxData   uint64 // the highest phase of a data record since the last marker
-		lastPhase uint64
-		marked    bool
-		done      bool
-	}
-	st := make([]state, parts)
-	phases := map[uint64]bool{}
 	var errs []error
 	fail := func(format string, a ...any) {
 		if len(errs) < 5 {
 			errs = append(errs, fmt.Errorf(format, a...))
 		}
 	}
+	chk := verify.New(verify.Config{Partitions: parts, OnViolation: func(v verify.Violation) { fail("%s", v) }})
+	done := make([]bool, parts) // the marker of phase last was read
 	doneParts := int32(0)
 	for {
 		quiet := time.Second
@@ -120,37 +113,14 @@ func verifyOutput(ctx context.Context, brokers []string, topic, quarantine strin
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			s := &st[r.Partition]
-			if p, ok := markerOf(r); ok {
-				c.Markers++
-				phases[p] = true
-				m, err := markers.DecodeOutputMarker(r.Value)
-				switch {
-				case err != nil:
-					fail("partition %d offset %d: marker: %v", r.Partition, r.Offset, err)
-				case s.marked && p <= s.lastPhase:
-					fail("partition %d: marker of phase %d after phase %d", r.Partition, p, s.lastPhase)
-				case m.Count != s.data:
-					fail("partition %d: marker of phase %d counts %d, %d data records came before it", r.Partition, p, m.Count, s.data)
-				case s.data > 0 && s.maxData > p:
-					fail("partition %d: data of phase %d before the marker of phase %d", r.Partition, s.maxData, p)
-				}
-				s.lastPhase, s.marked, s.data, s.maxData = p, true, 0, 0
-				if p >= last && !s.done {
-					s.done = true
-					doneParts++
-				}
-				return
-			}
-			c.Data++
-			s.data++
-			if s.done {
+			chk.Feed(toVerify(r))
+			p, isMarker := markerOf(r)
+			switch {
+			case isMarker && p >= last && !done[r.Partition]:
+				done[r.Partition] = true
+				doneParts++
+			case !isMarker && done[r.Partition]:
 				fail("partition %d offset %d: data after the final marker", r.Partition, r.Offset)
-			}
-			ph := headerPhase(r)
-			s.maxData = max(s.maxData, ph)
-			if s.marked && ph <= s.lastPhase {
-				fail("partition %d offset %d: data of phase %d after the marker of phase %d", r.Partition, r.Offset, ph, s.lastPhase)
 			}
 		})
 		if n == 0 {
@@ -160,7 +130,11 @@ func verifyOutput(ctx context.Context, brokers []string, topic, quarantine strin
 			break
 		}
 	}
-	c.Phases = len(phases)
+	for p := range parts {
+		chk.EndPartition(p, 0, false)
+	}
+	rep := chk.Finish(false)
+	c.Data, c.Markers, c.Phases = int(rep.Stats.Data), int(rep.Stats.Markers), rep.Stats.Phases
 	if c.Data != want {
 		fail("%d data records in the output, want %d", c.Data, want)
 	}
@@ -173,14 +147,13 @@ func verifyOutput(ctx context.Context, brokers []string, topic, quarantine strin
 	return c
 }
 
-func headerPhase(r *kgo.Record) uint64 {
-	for _, h := range r.Headers {
-		if h.Key == markers.HeaderPhase {
-			p, _ := strconv.ParseUint(string(h.Value), 10, 64)
-			return p
-		}
+// toVerify converts a franz-go record for the verifier.
+func toVerify(r *kgo.Record) *verify.Record {
+	hs := make([]markers.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		hs[i] = markers.Header{Key: []byte(h.Key), Value: h.Value}
 	}
-	return 0
+	return &verify.Record{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: hs}
 }
 
 // committedEnd sums the last stable offsets of topic's partitions.

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/phasegate/phasegate/internal/verify"
+	"github.com/phasegate/phasegate/markers"
+)
+
+// topicReader reads partitions of one topic with read_committed between
+// fixed offsets, with Fetch requests of its own rather than sarama's
+// Consumer: only the raw batches say where a partition's position is after
+// control records and aborted batches, which read_committed never hands
+// out, so only they tell when a range is read to its end.
+type topicReader struct {
+	client   sarama.Client
+	topic    string
+	version  int16
+	parts    []*partPos
+	failures int // fetches failed in a row
+}
+
+// partPos is one partition's range and position.
+type partPos struct {
+	p          int32
+	pos, end   int64 // next offset to read; end is exclusive
+	fetchBytes int32
+	done       bool
+}
+
+const (
+	fetchMaxBytes       = 1 << 20   // per Fetch response: what memory holds decoded at once
+	partitionFetchBytes = 256 << 10 // per partition, doubled while a batch does not fit
+	partitionFetchMax   = 64 << 20
+	fetchMaxWait        = 500 * time.Millisecond
+)
+
+func newTopicReader(client sarama.Client, topic string) *topicReader {
+	v := client.Config().Version
+	var version int16
+	switch { // the versions sarama's own consumer picks
+	case v.IsAtLeast(sarama.V2_7_0_0):
+		version = 12
+	case v.IsAtLeast(sarama.V2_3_0_0):
+		version = 11
+	default:
+		version = 10 // KAFKA_VERSION is at least 2.1
+	}
+	return &topicReader{client: client, topic: topic, version: version}
+}
+
+// add reads partition p from start to end (exclusive).
+func (t *topicReader) add(p int32, start, end int64) *partPos {
+	pp := &partPos{p: p, pos: start, end: end, fetchBytes: partitionFetchBytes, done: start >= end}
+	t.parts = append(t.parts, pp)
+	return pp
+}
+
+// pending is the number of offsets left to read.
+func (t *topicReader) pending() (n int64) {
+	for _, pp := range t.parts {
+		if !pp.done {
+			n += pp.end - pp.pos
+		}
+	}
+	return n
+}
+
+func (t *topicReader) finished() bool {
+	for _, pp := range t.parts {
+		if !pp.done {
+			return false
+		}
+	}
+	return true
+}
+
+// fetch sends one Fetch per leader for the partitions neither done nor
+// paused, and hands each visible record to fn, in offset order per
+// partition.
+func (t *topicReader) fetch(ctx context.Context, paused func(int32) bool, fn func(*verify.Record)) error {
+	byLeader := map[*sarama.Broker][]*partPos{}
+	for _, pp := range t.parts {
+		if pp.done || paused(pp.p) {
+			continue
+		}
+		b, err := t.client.Leader(t.topic, pp.p)
+		if err != nil {
+			return t.retry(ctx, fmt.Errorf("leader of %s/%d: %w", t.topic, pp.p, err), true)
+		}
+		byLeader[b] = append(byLeader[b], pp)
+	}
+	for b, pps := range byLeader {
+		req := &sarama.FetchRequest{Version: t.version, MaxWaitTime: int32(fetchMaxWait / time.Millisecond), MinBytes: 1,
+			MaxBytes: fetchMaxBytes, Isolation: sarama.ReadCommitted, SessionID: 0, SessionEpoch: -1}
+		for _, pp := range pps {
+			req.AddBlock(t.topic, pp.p, pp.pos, pp.fetchBytes, -1)
+		}
+		resp, err := b.Fetch(req)
+		if err != nil {
+			_ = b.Close()
+			return t.retry(ctx, fmt.Errorf("fetch from broker %s: %w", b.Addr(), err), true)
+		}
+		for _, pp := range pps {
+			blk := resp.GetBlock(t.topic, pp.p)
+			if blk == nil {
+				return t.retry(ctx, fmt.Errorf("fetch %s/%d: %w", t.topic, pp.p, sarama.ErrIncompleteResponse), true)
+			}
+			if err := t.take(pp, blk, fn); err != nil {
+				if errors.Is(err, sarama.ErrOffsetOutOfRange) {
+					return fmt.Errorf("%s/%d: offset %d is no longer in the log (deleted by retention while being read?)", t.topic, pp.p, pp.pos)
+				}
+				return t.retry(ctx, fmt.Errorf("fetch %s/%d: %w", t.topic, pp.p, err), false)
+			}
+		}
+	}
+	t.failures = 0
+	return nil
+}
+
+// maxFailures bounds the failed fetches in a row (about 200 ms apart)
+// before the read gives up.
+const maxFailures = 100
+
+// retry refreshes the metadata after a leader change or a lost broker and
+// waits a moment; it returns err when err cannot pass (transport is false
+// and err is not a leadership error) or after maxFailures in a row.
+func (t *topicReader) retry(ctx context.Context, err error, transport bool) error {
+	t.failures++
+	if t.failures > maxFailures {
+		return fmt.Errorf("%w (%d attempts in a row failed)", err, t.failures)
+	}
+	if !transport && !errors.Is(err, sarama.ErrNotLeaderForPartition) && !errors.Is(err, sarama.ErrLeaderNotAvailable) &&
+		!errors.Is(err, sarama.ErrFencedLeaderEpoch) && !errors.Is(err, sarama.ErrUnknownLeaderEpoch) &&
+		!errors.Is(err, sarama.ErrOffsetNotAvailable) && !errors.Is(err, sarama.ErrRequestTimedOut) {
+		return err
+	}
+	_ = t.client.RefreshMetadata(t.topic)
+	select {
+	case <-ctx.Done():
+	case <-time.After(200 * time.Millisecond):
+	}
+	return nil
+}
+
+// take hands out the visible records of one partition's block and moves
+// its position past every batch, control and aborted ones included.
+func (t *topicReader) take(pp *partPos, blk *sarama.FetchResponseBlock, fn func(*verify.Record)) error {
+	if !errors.Is(blk.Err, sarama.ErrNoError) {
+		return blk.Err
+	}
+	aborted := slices.Clone(blk.AbortedTransactions)
+	slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int { return int(a.FirstOffset - b.FirstOffset) })
+	abortedPIDs := map[int64]bool{}
+	progressed := false
+	for _, rs := range blk.RecordsSet {
+		b := rs.RecordBatch
+		if b == nil {
+			return errors.New("message format before v2 (Kafka 0.11) is not supported")
+		}
+		if b.PartialTrailingRecord {
+			break
+		}
+		for len(aborted) > 0 && aborted[0].FirstOffset <= b.LastOffset() {
+			abortedPIDs[aborted[0].ProducerID] = true
+			aborted = aborted[1:]
+		}
+		next := b.LastOffset() + 1
+		switch {
+		case b.Control:
+			// A control record's key is version (int16) then type (int16): 0 abort, 1 commit.
+			if len(b.Records) > 0 && len(b.Records[0].Key) >= 4 && b.Records[0].Key[2] == 0 && b.Records[0].Key[3] == 0 {
+				delete(abortedPIDs, b.ProducerID)
+			}
+		case b.IsTransactional && abortedPIDs[b.ProducerID]:
+		default:
+			for _, r := range b.Records {
+				off := b.FirstOffset + r.OffsetDelta
+				if off < pp.pos {
+					continue
+				}
+				if off >= pp.end {
+					break
+				}
+				fn(toRecord(pp.p, off, b, r))
+			}
+		}
+		if next > pp.pos {
+			pp.pos, progressed = next, true
+		}
+		if pp.pos >= pp.end {
+			pp.pos, pp.done = pp.end, true
+			return nil
+		}
+	}
+	if !progressed && len(blk.RecordsSet) > 0 && pp.fetchBytes < partitionFetchMax {
+		pp.fetchBytes *= 2 // a batch larger than what was asked for
+	}
+	return nil
+}
+
+// toRecord converts a sarama record; the slices stay sarama's.
+func toRecord(p int32, off int64, b *sarama.RecordBatch, r *sarama.Record) *verify.Record {
+	ts := b.FirstTimestamp.Add(r.TimestampDelta)
+	if b.LogAppendTime {
+		ts = b.MaxTimestamp
+	}
+	hs := make([]markers.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		hs[i] = markers.Header{Key: h.Key, Value: h.Value}
+	}
+	return &verify.Record{Partition: p, Offset: off, Timestamp: ts, Key: r.Key, Value: r.Value, Headers: hs}
+}
+
+// offsetsAt lists partition p's offset for a timestamp in ms, or for
+// sarama.OffsetNewest / OffsetOldest, as a read_committed consumer sees it:
+// OffsetNewest is then the last stable offset.
+func offsetsAt(client sarama.Client, topic string, p int32, ts int64) (int64, error) {
+	b, err := client.Leader(topic, p)
+	if err != nil {
+		return 0, err
+	}
+	req := sarama.NewOffsetRequest(client.Config().Version)
+	req.IsolationLevel = sarama.ReadCommitted
+	req.AddBlock(topic, p, ts, 1)
+	resp, err := b.GetAvailableOffsets(req)
+	if err != nil {
+		return 0, err
+	}
+	blk := resp.GetBlock(topic, p)
+	switch {
+	case blk == nil:
+		return 0, sarama.ErrIncompleteResponse
+	case !errors.Is(blk.Err, sarama.ErrNoError):
+		return 0, blk.Err
+	case len(blk.Offsets) == 1:
+		return blk.Offsets[0], nil
+	}
+	return blk.Offset, nil
+}
