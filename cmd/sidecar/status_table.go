@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -53,7 +52,6 @@ func writeStatus(w io.Writer, base string, st *proxy.Status, sealed int) error {
 	if len(st.Partitions) == 0 {
 		fmt.Fprintln(w, "  none assigned")
 	} else {
-		slow := slowestPartitions(st.Partitions)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tWATERMARK\tAHEAD\tLAG\tIDLE\tPAUSED\tBUFFERED\t")
 		for _, p := range st.Partitions {
@@ -69,7 +67,7 @@ func writeStatus(w io.Writer, base string, st *proxy.Status, sealed int) error {
 				paused = "deferred: " + strings.Join(p.PauseReasons, ",")
 			}
 			note := ""
-			if slow[partKey(p)] {
+			if p.HoldsWatermark {
 				note = "<- slowest: holds the global watermark back"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d rec, %s\t%s\n", p.Topic, p.Partition, p.Watermark,
@@ -109,37 +107,6 @@ func writeStatus(w io.Writer, base string, st *proxy.Status, sealed int) error {
 			took, s.CV, orDash(s.Straggler), fmtStamp(s.Sealed))
 	}
 	return tw.Flush()
-}
-
-// slowestPartitions returns the partitions holding the global watermark
-// back: among live (not idle) partitions, those with the lowest (watermark
-// phase, time watermark), provided some live partition is ahead of them.
-// With fewer than two live partitions, or all level, none is. The live view
-// (ui/index.html, slowest) applies the same rule.
-func slowestPartitions(parts []proxy.PartitionStatus) map[string]bool {
-	order := func(a, b proxy.PartitionStatus) int {
-		return cmp.Or(cmp.Compare(a.Watermark, b.Watermark), cmp.Compare(a.WatermarkMs, b.WatermarkMs))
-	}
-	var live []proxy.PartitionStatus
-	for _, p := range parts {
-		if !p.Idle {
-			live = append(live, p)
-		}
-	}
-	out := map[string]bool{}
-	if len(live) < 2 {
-		return out
-	}
-	lo, hi := slices.MinFunc(live, order), slices.MaxFunc(live, order)
-	if order(lo, hi) == 0 {
-		return out
-	}
-	for _, p := range live {
-		if order(p, lo) == 0 {
-			out[partKey(p)] = true
-		}
-	}
-	return out
 }
 
 func partKey(p proxy.PartitionStatus) string { return p.Topic + "/" + strconv.Itoa(int(p.Partition)) }

@@ -30,7 +30,7 @@ func fixedStatus() *proxy.Status {
 				LagKnown: true, BufferedRecords: 40, BufferedBytes: 2 << 10},
 			{Topic: "orders", Partition: 1, Watermark: 104, WatermarkMs: updated.Add(-100 * time.Millisecond).UnixMilli(),
 				Lag: 12, LagKnown: true, Paused: true, PauseReasons: []string{"buffer"}, BufferedRecords: 9, BufferedBytes: 1 << 10},
-			{Topic: "payments", Partition: 0, Watermark: 102, WatermarkMs: updated.Add(-time.Second).UnixMilli(), LagKnown: true},
+			{Topic: "payments", Partition: 0, Watermark: 102, WatermarkMs: updated.Add(-time.Second).UnixMilli(), LagKnown: true, HoldsWatermark: true},
 			{Topic: "payments", Partition: 1, Watermark: 90, WatermarkMs: updated.Add(-time.Minute).UnixMilli(), LagKnown: true, Idle: true},
 		},
 		OpenPhases: []proxy.OpenPhaseStatus{{Phase: 102, Records: 49, Bytes: 3 << 10, Opened: updated.Add(-1500 * time.Millisecond)}},
@@ -200,38 +200,6 @@ func TestRunStatus(t *testing.T) {
 			}
 			if tt.wantCode != 0 && stdout.Len() != 0 {
 				t.Errorf("a failed status printed to stdout: %q", stdout.String())
-			}
-		})
-	}
-}
-
-func TestSlowestPartitions(t *testing.T) {
-	p := func(topic string, part int32, wm uint64, ms int64, idle bool) proxy.PartitionStatus {
-		return proxy.PartitionStatus{Topic: topic, Partition: part, Watermark: wm, WatermarkMs: ms, Idle: idle}
-	}
-	tests := []struct {
-		name  string
-		parts []proxy.PartitionStatus
-		want  []string
-	}{
-		{name: "lowest phase", parts: []proxy.PartitionStatus{p("a", 0, 5, 0, false), p("b", 0, 4, 0, false)}, want: []string{"b/0"}},
-		{name: "same phase, lowest time watermark", parts: []proxy.PartitionStatus{p("a", 0, 5, 2600, false), p("a", 1, 5, 2100, false)}, want: []string{"a/1"}},
-		{name: "idle partitions do not hold it back", parts: []proxy.PartitionStatus{p("a", 0, 5, 0, false), p("a", 1, 6, 0, false), p("b", 0, 1, 0, true)}, want: []string{"a/0"}},
-		{name: "a tie at the bottom marks both", parts: []proxy.PartitionStatus{p("a", 0, 4, 0, false), p("b", 0, 4, 0, false), p("c", 0, 7, 0, false)}, want: []string{"a/0", "b/0"}},
-		{name: "all level: nobody is slow", parts: []proxy.PartitionStatus{p("a", 0, 4, 9, false), p("b", 0, 4, 9, false)}},
-		{name: "one live partition", parts: []proxy.PartitionStatus{p("a", 0, 4, 0, false), p("b", 0, 1, 0, true)}},
-		{name: "none", parts: nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := slowestPartitions(tt.parts)
-			var keys []string
-			for k := range got {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			if !slices.Equal(keys, tt.want) {
-				t.Errorf("slowest = %v, want %v", keys, tt.want)
 			}
 		})
 	}
