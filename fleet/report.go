@@ -110,11 +110,16 @@ func (r Report) Validate() error {
 // DecodeKey reads a record key: a canonical decimal task ID in [0,
 // 2147483647].
 func DecodeKey(key []byte) (int32, error) {
-	if len(key) == 0 || len(key) > 1 && key[0] == '0' {
-		return 0, fmt.Errorf("%w: key %q is not a task ID", ErrReport, key)
+	bad := len(key) == 0 || len(key) > 10 || len(key) > 1 && key[0] == '0'
+	var n int64
+	for _, c := range key {
+		if c < '0' || c > '9' {
+			bad = true
+			break
+		}
+		n = n*10 + int64(c-'0')
 	}
-	n, err := strconv.ParseInt(string(key), 10, 32)
-	if err != nil || n < 0 || key[0] == '+' {
+	if bad || n > 1<<31-1 {
 		return 0, fmt.Errorf("%w: key %q is not a task ID", ErrReport, key)
 	}
 	return int32(n), nil

@@ -54,6 +54,8 @@ func TestDecodeReport(t *testing.T) {
 		{"key with a leading zero", "03", specValue, false, false},
 		{"key with a sign", "+3", specValue, false, false},
 		{"negative key", "-3", specValue, false, false},
+		{"negative zero key", "-0", strings.Replace(specValue, `"task":3`, `"task":0`, 1), false, false},
+		{"key with a space", " 3", specValue, false, false},
 		{"empty key", "", specValue, false, false},
 		{"key beyond int32", "2147483648", specValue, false, false},
 		{"value names another task", "4", specValue, false, false},
@@ -103,6 +105,7 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte("1"), []byte(`{"v":1,"task":1,"layout":"0000000000000001","low":5,"low_ms":-3,"idle":true,"high":9,"open":[3,2],"owner":"x","generation":-1,"at_ms":0}`))
 	f.Add([]byte("3"), []byte(strings.Replace(specValue, `"v":1`, `"V":1,"v":1`, 1)))
 	f.Add([]byte("03"), []byte(specValue))
+	f.Add([]byte("-0"), []byte(strings.Replace(specValue, `"task":3`, `"task":0`, 1)))
 	f.Add([]byte("3"), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		r, ok, err := DecodeReport(key, value)

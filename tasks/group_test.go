@@ -68,10 +68,11 @@ type groupMember struct {
 	s    *Strategy
 	done chan struct{}
 
-	mu    sync.Mutex // guards gen, tasks and err
-	gen   int32
-	tasks []ID
-	err   error
+	mu      sync.Mutex // guards gen, tasks, err and consume
+	gen     int32
+	tasks   []ID
+	err     error // what Setup found wrong: fails the test
+	consume error // the last Consume error: retried, as the pipeline does
 }
 
 func startMember(ctx context.Context, t *testing.T, brokers []string, l *Layout, name string) *groupMember {
@@ -102,7 +103,7 @@ func startMember(ctx context.Context, t *testing.T, brokers []string, l *Layout,
 					return
 				}
 				m.mu.Lock()
-				m.err = err
+				m.consume = err
 				m.mu.Unlock()
 			}
 		}
@@ -177,6 +178,13 @@ func waitStable(t *testing.T, l *Layout, members map[string]*groupMember) map[st
 			return out
 		}
 		last = fmt.Sprintf("generations %v, tasks %v", slices.Collect(maps.Keys(gens)), out)
+		for name, m := range members {
+			m.mu.Lock()
+			if m.consume != nil {
+				last += fmt.Sprintf("; %s: %v", name, m.consume)
+			}
+			m.mu.Unlock()
+		}
 		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an event
 	}
 	t.Fatalf("group not stable after 20 s: %s", last)

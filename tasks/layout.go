@@ -181,13 +181,13 @@ func (l *Layout) Partitions(id ID) []Partition {
 
 // Outputs returns the output partitions task id writes, ascending.
 func (l *Layout) Outputs(id ID) []int32 {
-	var os []int32
+	var outs []int32
 	for o := int32(0); o < l.topo.OutputPartitions; o++ {
 		if l.topo.Routing == RouteKey || o%l.n == int32(id) {
-			os = append(os, o)
+			outs = append(outs, o)
 		}
 	}
-	return os
+	return outs
 }
 
 // Writers returns the tasks that write output partition o, ascending.
