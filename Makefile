@@ -14,12 +14,15 @@ test: vet unit artifacts e2e
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
+	cd deploy && $(GO) vet ./...   # its own module: k8s.io/api stays out of go.mod
 
 unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 ./txn   # the fencing test, which -race leaves out (IBM/sarama#2913)
+	cd deploy && $(GO) test -race -count=1 ./...   # manifests and dashboard, validated offline
 
 e2e:
+	./scripts/install-readers.sh   # the Java and Python readers of the test R1
 	./e2e/run.sh
 
 ## artifacts: the Dockerfile's build step, the static binary, docker-compose.yml

@@ -101,6 +101,7 @@ func newScenarioOn(t *testing.T, b *broker, name string) *scenario {
 		"PHASEGATE_SESSION_TIMEOUT":      "6s",
 		"PHASEGATE_LOG_LEVEL":            "debug",
 		"PHASEGATE_LOG_FORMAT":           "json",
+		"PHASEGATE_ALLOW_SPLIT_KEYS":     "true", // orders 3, payments 2 under partition routing: the split is what F1-F7 check
 	}
 	return sc
 }

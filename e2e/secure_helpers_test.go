@@ -126,6 +126,7 @@ func (sb *secureBroker) env(caFile string) map[string]string {
 		"PHASEGATE_SASL_MECHANISM":    "SCRAM-SHA-512",
 		"PHASEGATE_SASL_USERNAME":     secureUser,
 		"PHASEGATE_TLS_CA_FILE":       filepath.Join(sb.dir, caFile),
+		"PHASEGATE_ALLOW_SPLIT_KEYS":  "true", // orders 3, payments 2 under partition routing
 	}
 }
 

@@ -66,6 +66,23 @@ for name in ("phasegate", "phasegate-secure"):
     assert r.returncode == 0, f"{name}: sidecar config rejects the compose environment: {r.stderr}"
     assert "stand-in-password" not in r.stdout, f"{name}: a secret was printed"
     print(f"docker-compose.yml: service {name}: configuration valid")
+# From the host: a second listener advertised as localhost:9092 and published.
+kafka = {k: str(v) for k, v in services["kafka"]["environment"].items()}
+assert "HOST://localhost:9092" in kafka["KAFKA_ADVERTISED_LISTENERS"], "no listener advertised as localhost:9092"
+assert "HOST://:29092" in kafka["KAFKA_LISTENERS"] and "HOST:PLAINTEXT" in kafka["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+assert "9092:29092" in services["kafka"].get("ports", []), "the HOST listener is not published on localhost:9092"
+for name in ("kafka", "orders", "payments", "phasegate", "join"):
+    assert services[name].get("restart") == "unless-stopped", f"{name}: no restart policy"
+for name in ("orders", "payments"):
+    assert "parse.key=true" in services[name]["command"][0], f"{name}: records without keys"
+# Forks of 3 and 2 partitions: partition routing would split keys and is refused.
+assert services["phasegate"]["environment"].get("PHASEGATE_ROUTING") == "key", "phasegate: forks of 3 and 2 partitions need key routing"
+print("docker-compose.yml: localhost:9092 listener, restart policies, keyed producers, key routing")
 PY
+SECRETS_DIR="$tmp/made" ./scripts/compose-secrets.sh --stand-in >/dev/null
+[ -s "$tmp/made/kafka_password" ] && openssl x509 -noout -in "$tmp/made/ca.pem" \
+  || { echo "check-artifacts: scripts/compose-secrets.sh did not make the secrets" >&2; exit 1; }
+grep -qx 'secrets/' .dockerignore && grep -qx '.git' .dockerignore \
+  || { echo "check-artifacts: .dockerignore must keep .git and secrets/ out of the build context" >&2; exit 1; }
 rm -rf "$tmp"
 echo "check-artifacts: ok (Dockerfile build step, static binary without franz-go, healthcheck, docker-compose.yml); docker build and compose up were not run: no Docker engine"

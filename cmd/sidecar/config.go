@@ -37,6 +37,7 @@ type Config struct {
 	IdleTimeout        time.Duration     `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
 	MaxBufferBytes     int64             `env:"MAX_BUFFER_BYTES" envDefault:"268435456" help:"bound on buffered record bytes; partitions running ahead are paused"`
 	Routing            string            `env:"ROUTING" envDefault:"partition" help:"output partition: partition (p mod P_out) or key (murmur2, as Kafka's Java producer)"`
+	AllowSplitKeys     bool              `env:"ALLOW_SPLIT_KEYS" envDefault:"false" help:"start with ROUTING=partition although the fork topics differ in partition count (one key then reaches several output partitions)"`
 	SealTimeoutMin     time.Duration     `env:"SEAL_TIMEOUT_MIN" envDefault:"10s" help:"lower bound of the adaptive seal timeout (p99 phase duration x 1.5)"`
 	SealTimeoutMax     time.Duration     `env:"SEAL_TIMEOUT_MAX" envDefault:"5m" help:"upper bound of the adaptive seal timeout"`
 	SealPolicy         string            `env:"SEAL_POLICY" envDefault:"wait" help:"at the seal timeout: wait (count it, keep waiting: strict fork-join) or seal (seal with sealed_by timeout: scatter-gather)"`

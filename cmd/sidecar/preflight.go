@@ -52,6 +52,9 @@ func (s *startup) preflight(k proxy.Kafka, cfg Config) error {
 	if err := s.step("the list of topics", checkBrokerHealth, metadataStepTimeout, func(context.Context) error { return checkTopics(client, cfg) }); err != nil {
 		return err
 	}
+	if err := routingCheck(client, cfg); err != nil {
+		return err
+	}
 	if hasTopic(client, cfg.QuarantineTopic) {
 		return nil
 	}

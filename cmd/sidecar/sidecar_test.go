@@ -28,6 +28,7 @@ func TestStartServeAndShutDown(t *testing.T) {
 		"PHASEGATE_INPUT_TOPICS":    "orders,payments",
 		"PHASEGATE_OUTPUT_TOPIC":    "aligned",
 		"PHASEGATE_HTTP_ADDR":       "127.0.0.1:0",
+		"PHASEGATE_ROUTING":         "key", // orders 2, payments 1 (routing.go)
 		"PHASEGATE_SESSION_TIMEOUT": "6s", "PHASEGATE_TRANSACTION_TIMEOUT": "5s",
 	}
 	cfg, _, err := loadConfig(env)
