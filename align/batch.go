@@ -24,6 +24,7 @@ type Batch[M any] struct {
 	Duplicates Duplicates
 	// quarantined is how many queued quarantine records the Batch took.
 	quarantined int
+	taskHdr     [][]byte // the session's, by output partition
 }
 
 // Duplicates counts proven duplicates: retried records and repeated input
@@ -31,7 +32,7 @@ type Batch[M any] struct {
 type Duplicates struct{ Records, Markers int }
 
 // WriteKind says what a Write is.
-type WriteKind int
+type WriteKind uint8
 
 const (
 	// Data is an input record republished on the output topic.
@@ -42,25 +43,40 @@ const (
 	Quarantine
 )
 
-// Write is one record of a Batch.
+// Write is one record of a Batch. It is small (40 bytes with a pointer
+// M): one is built per record committed.
 type Write[M any] struct {
-	Kind WriteKind
+	// Msg is the input record (Data, Quarantine).
+	Msg M
+	// Seal is the phase of a Data or MarkerWrite write.
+	Seal *Sealed
+	// Reason is the quarantine reason (Quarantine).
+	Reason markers.Reason
 	// Partition is the output partition (Data, MarkerWrite) or the
 	// quarantine partition (Quarantine).
 	Partition int32
-	// Msg is the input record (Data, Quarantine).
-	Msg M
-	// Phase is the phasegate.phase header value (Data, MarkerWrite),
-	// shared by every write of the phase.
-	Phase []byte
-	// Task is the phasegate.task header value of a Data write on a
-	// partition with several writers (MARKERS.md 3.3); nil otherwise.
-	Task []byte
-	// Value is the marker's JSON (MarkerWrite); its timestamp is Seal.Sealed.
-	Value []byte
-	Seal  *Sealed // MarkerWrite: the phase it seals
-	// Reason is the quarantine reason (Quarantine).
-	Reason markers.Reason
+	Kind      WriteKind
+}
+
+// Phase is the phasegate.phase header value of a Data or MarkerWrite
+// write, shared by every write of the phase.
+func (w Write[M]) Phase() []byte {
+	if w.Seal == nil {
+		return nil
+	}
+	return w.Seal.header
+}
+
+// Value is the JSON value of a MarkerWrite; its timestamp is Seal.Sealed.
+func (w Write[M]) Value() []byte { return w.Seal.markers[w.Partition] }
+
+// Task is the phasegate.task header value of a Data write on a partition
+// with several writers (MARKERS.md 3.3); nil otherwise.
+func (b *Batch[M]) Task(w Write[M]) []byte {
+	if w.Kind != Data {
+		return nil
+	}
+	return b.taskHdr[w.Partition]
 }
 
 // Offset is a partition's offset to commit and its metadata.
@@ -74,7 +90,7 @@ type Offset struct {
 // Batch.
 func (s *Session[M]) build() *Batch[M] {
 	b := &Batch[M]{Seals: make([]Sealed, len(s.sealed)), Quarantined: map[markers.Reason]int{},
-		Duplicates: s.dups, quarantined: len(s.quar)}
+		Duplicates: s.dups, quarantined: len(s.quar), taskHdr: s.taskHdr}
 	s.dups = Duplicates{}
 	n := len(s.quar) + len(s.sealed)*len(s.cfg.Outputs)
 	for _, seal := range s.sealed {
@@ -116,14 +132,15 @@ func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 			sources[q][t] = 0
 		}
 	}
-	hdr := markers.AppendPhase(nil, sl.Phase)
+	sl.header = markers.AppendPhase(nil, sl.Phase)
+	sl.markers = make([][]byte, outs)
 	if ph != nil {
 		for _, it := range ph.items {
 			topic := s.byP[it.p].Topic
 			counts[it.out]++
 			sources[it.out][topic]++
 			sl.PerTopic[topic]++
-			b.Writes = append(b.Writes, Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Phase: hdr, Task: s.taskHdr[it.out]})
+			b.Writes = append(b.Writes, Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Seal: sl})
 		}
 		b.Records += len(ph.items)
 	}
@@ -134,7 +151,8 @@ func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 			WatermarkMs: sl.WatermarkMs, SealedBy: markers.SealedBy(sl.By.String()), Emitter: s.cfg.Emitter,
 			Task: o.Task, Writers: o.Writers,
 		}
-		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: q, Phase: hdr, Value: m.AppendOutput(nil), Seal: sl})
+		sl.markers[q] = m.AppendOutput(nil)
+		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: q, Seal: sl})
 	}
 	b.Markers += len(s.cfg.Outputs)
 }

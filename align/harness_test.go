@@ -202,19 +202,19 @@ func (h *harness) commit(b *Batch[string]) {
 		case Data:
 			part := h.out[w.Partition]
 			hs := []markers.Header{
-				{Key: []byte(markers.HeaderPhase), Value: w.Phase},
+				{Key: []byte(markers.HeaderPhase), Value: w.Phase()},
 				{Key: []byte(markers.HeaderID), Value: []byte(w.Msg)},
 				{Key: []byte(markers.HeaderSource), Value: []byte(sourceOf(w.Msg))},
 			}
-			if w.Task != nil {
-				hs = append(hs, markers.Header{Key: []byte(markers.HeaderTask), Value: w.Task})
+			if task := b.Task(w); task != nil {
+				hs = append(hs, markers.Header{Key: []byte(markers.HeaderTask), Value: task})
 			}
 			h.out[w.Partition] = append(part, markers.Record{Key: []byte("k"), Value: []byte(w.Msg), Offset: int64(len(part)), Headers: hs})
 		case MarkerWrite:
 			part := h.out[w.Partition]
-			part = append(part, markers.Record{Value: w.Value, Offset: int64(len(part)), Headers: []markers.Header{
+			part = append(part, markers.Record{Value: w.Value(), Offset: int64(len(part)), Headers: []markers.Header{
 				{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-				{Key: []byte(markers.HeaderPhase), Value: w.Phase},
+				{Key: []byte(markers.HeaderPhase), Value: w.Phase()},
 			}})
 			h.out[w.Partition] = part
 		case Quarantine:
@@ -256,7 +256,7 @@ func writes(b *Batch[string]) []string {
 		case Data:
 			out = append(out, fmt.Sprintf("data %s ->%d", w.Msg, w.Partition))
 		case MarkerWrite:
-			m, err := markers.DecodeOutputMarker(w.Value)
+			m, err := markers.DecodeOutputMarker(w.Value())
 			if err != nil {
 				out = append(out, "bad marker: "+err.Error())
 				continue

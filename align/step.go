@@ -116,4 +116,6 @@ type Sealed struct {
 	watermarks.Seal
 	// PerTopic counts its data records per input topic.
 	PerTopic map[string]int
+	header   []byte   // the phasegate.phase value
+	markers  [][]byte // marker values by output partition
 }

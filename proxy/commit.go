@@ -25,7 +25,7 @@ func (p *Pipeline) commit(g *generation, b *align.Batch[*sarama.ConsumerMessage]
 	tb := txn.Batch{Records: make([]*sarama.ProducerMessage, len(b.Writes)),
 		Offsets: map[string][]*sarama.PartitionOffsetMetadata{}, Group: g.groupMeta}
 	for i, w := range b.Writes {
-		tb.Records[i] = p.message(w)
+		tb.Records[i] = p.message(b, w)
 	}
 	for _, o := range b.Offsets {
 		tb.Offsets[o.Topic] = append(tb.Offsets[o.Topic], &sarama.PartitionOffsetMetadata{
@@ -85,27 +85,27 @@ func (p *Pipeline) committedBatch(b *align.Batch[*sarama.ConsumerMessage]) {
 }
 
 // message is one Write as sarama sends it.
-func (p *Pipeline) message(w align.Write[*sarama.ConsumerMessage]) *sarama.ProducerMessage {
+func (p *Pipeline) message(b *align.Batch[*sarama.ConsumerMessage], w align.Write[*sarama.ConsumerMessage]) *sarama.ProducerMessage {
 	switch w.Kind {
 	case align.MarkerWrite:
 		return &sarama.ProducerMessage{
 			Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: w.Seal.Sealed,
-			Value: sarama.ByteEncoder(w.Value),
+			Value: sarama.ByteEncoder(w.Value()),
 			Headers: []sarama.RecordHeader{
 				{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-				{Key: []byte(markers.HeaderPhase), Value: w.Phase},
+				{Key: []byte(markers.HeaderPhase), Value: w.Phase()},
 			},
 		}
 	case align.Quarantine:
 		return p.quarantineMessage(w)
 	}
-	return p.dataMessage(w)
+	return p.dataMessage(w, b.Task(w))
 }
 
 // dataMessage is the input record as published (MARKERS.md 2): key, value,
 // timestamp and headers unchanged, with phasegate.phase and phasegate.id
 // added when absent and phasegate.source added.
-func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage]) *sarama.ProducerMessage {
+func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage], task []byte) *sarama.ProducerMessage {
 	msg := w.Msg
 	source := markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset)
 	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+3)
@@ -119,7 +119,7 @@ func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage]) *sarama.P
 		headers = append(headers, *h)
 	}
 	if !hasPhase {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderPhase), Value: w.Phase})
+		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderPhase), Value: w.Phase()})
 	}
 	if !hasID {
 		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderID), Value: source})
