@@ -60,6 +60,7 @@ type Pipeline struct {
 	// peakBuffered is the most bytes buffered at once since the start.
 	peakBuffered int64
 	limiter      logLimiter
+	transitions  transitions
 
 	// closers run last in Run, after the group and the producer.
 	closers []func() error
@@ -129,6 +130,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	wg.Go(func() { p.pollLag(consumeCtx) })
 
 	err := p.loop(ctx, consumeDone)
+	p.transitions.flush(p.log, p.now(), true)
 	p.stopping.Store(true)
 	stopConsume()
 	p.drain(consumeDone)

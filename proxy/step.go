@@ -31,12 +31,12 @@ func (p *Pipeline) step() error {
 	for _, c := range st.Idle {
 		p.metrics.idle.WithLabelValues(c.Topic, partLabel(c.Partition)).Set(b2f(c.Idle))
 		if c.Idle {
-			p.log.Info("partition idle: no record for PHASEGATE_IDLE_TIMEOUT and no lag; phases seal without it (sealed_by idle), and a record of a sealed phase arriving later goes to the quarantine",
-				"topic", c.Topic, "partition", c.Partition, "watermark_phase", c.Watermark)
+			p.transitions.add(p.log, tIdle, c.TP, "watermark_phase", c.Watermark)
 		} else {
-			p.log.Info("partition live again", "topic", c.Topic, "partition", c.Partition)
+			p.transitions.add(p.log, tLive, c.TP)
 		}
 	}
+	p.transitions.flush(p.log, p.now(), false)
 	if st.Timeouts > 0 {
 		p.sealTimedOut(g, st.Timeouts)
 	}
@@ -59,14 +59,13 @@ func (p *Pipeline) apply(g *generation, acts []align.Action) {
 			for _, r := range a.Reasons {
 				p.metrics.paused.WithLabelValues(a.Topic, part, r).Set(1)
 			}
-			p.log.Info("partition paused: it runs ahead of the global watermark while the buffer (or the dedupe cache) is over half its bound; it resumes when the slowest partition catches up",
-				"topic", a.Topic, "partition", a.Partition, "reasons", a.Reasons)
+			p.transitions.add(p.log, tPaused, a.TP, "reasons", a.Reasons)
 		} else {
 			resume[a.Topic] = append(resume[a.Topic], a.Partition)
 			p.metrics.paused.DeletePartialMatch(map[string]string{"topic": a.Topic, "partition": part})
 			p.metrics.initPaused(a.TP)
 			p.metrics.pausedSeconds.WithLabelValues(a.Topic, part).Add(a.Paused.Seconds())
-			p.log.Info("partition resumed", "topic", a.Topic, "partition", a.Partition, "paused_for", a.Paused)
+			p.transitions.add(p.log, tResumed, a.TP, "paused_for", a.Paused)
 		}
 	}
 	if len(pause) > 0 {
