@@ -27,6 +27,11 @@ type Config struct {
 	QuarantineTopic string
 	GroupID         string
 	TransactionalID string
+	// InstanceID is the consumer group's static member name
+	// (group.instance.id, KIP-345): a restarted instance with the same name
+	// gets its partitions back at once instead of after the session
+	// timeout. Empty: dynamic membership.
+	InstanceID string
 	Routing         Routing
 	Watermarks      watermarks.Config
 	Dedupe          dedupe.Config

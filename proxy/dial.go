@@ -50,9 +50,10 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 
 // ConsumerConfig is the consumer group's configuration: read_committed,
 // manual offsets (committed only by transactions), the single-owner
-// assignment, and fetches sized so that what a paused partition still has
-// in flight stays small next to the buffer bound.
-func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64) *sarama.Config {
+// assignment, static membership when instanceID is set, and fetches sized
+// so that what a paused partition still has in flight stays small next to
+// the buffer bound.
+func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64, instanceID string) *sarama.Config {
 	c := k.Base()
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Offsets.AutoCommit.Enable = false
@@ -62,6 +63,7 @@ func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64) *sarama.Con
 	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
 	c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{singleOwner{}}
 	c.Consumer.Group.Member.UserData = memberUserData(start.UnixNano())
+	c.Consumer.Group.InstanceId = instanceID
 	c.Consumer.Fetch.Default = int32(min(max(maxBufferBytes/64, 64<<10), 1<<20))
 	c.Consumer.MaxProcessingTime = time.Second
 	return c
@@ -82,7 +84,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now(), cfg.Watermarks.MaxBufferBytes))
+	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now(), cfg.Watermarks.MaxBufferBytes, cfg.InstanceID))
 	if err != nil {
 		_ = prod.Close()
 		return nil, fmt.Errorf("connect consumer: %w", err)

@@ -135,11 +135,20 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopConsume()
 	p.drain(consumeDone)
 	wg.Wait()
-	if cerr := <-consumeErr; err == nil && ctx.Err() == nil {
-		err = cerr
+	if cerr := <-consumeErr; cerr != nil && (err == nil || errors.Is(err, errGroupStopped)) {
+		err = cerr // why the group stopped
 	}
 	if cerr := p.deps.Group.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("leave group: %w", cerr)
+	}
+	if p.cfg.InstanceID != "" && ctx.Err() != nil && !errors.Is(err, errFencedInstance) {
+		// A static member does not leave the group when it closes (KIP-345),
+		// so that a restart gets its partitions back at once. A requested
+		// shutdown leaves explicitly, so that a standby takes over now rather
+		// than after the session timeout.
+		if _, lerr := p.deps.Admin.RemoveMemberFromConsumerGroup(p.cfg.GroupID, []string{p.cfg.InstanceID}); lerr != nil {
+			p.log.Warn("could not leave the consumer group; another instance takes over after the session timeout", "err", lerr)
+		}
 	}
 	if cerr := p.deps.Producer.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close producer: %w", cerr)
@@ -150,6 +159,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return err
 }
 
+// errGroupStopped means the consumer group goroutine ended by itself.
+var errGroupStopped = errors.New("the consumer group stopped; see the log lines before this one")
+
+// errFencedInstance means another process joined the group with this
+// instance's static member name: two instances share one name.
+var errFencedInstance = errors.New("another phasegate instance joined the consumer group with the same static member name")
+
 // consume keeps the instance in the consumer group until ctx ends. Each
 // Consume call is one session; a session ends on a rebalance or a rewind.
 func (p *Pipeline) consume(ctx context.Context) error {
@@ -158,6 +174,9 @@ func (p *Pipeline) consume(ctx context.Context) error {
 		err := p.deps.Group.Consume(ctx, p.cfg.InputTopics, h)
 		if ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			return nil
+		}
+		if errors.Is(err, sarama.ErrFencedInstancedId) {
+			return fmt.Errorf("%w: %s=%s (%v)", errFencedInstance, "PHASEGATE_INSTANCE_ID", p.cfg.InstanceID, err)
 		}
 		if err != nil {
 			p.log.Warn("consumer group session failed; rejoining", "err", err)
@@ -179,7 +198,7 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 		case <-ctx.Done():
 			return nil
 		case <-consumeDone:
-			return errors.New("the consumer group stopped; see the log lines before this one")
+			return errGroupStopped
 		case d := <-p.in:
 			p.handle(d)
 			p.drainIn()

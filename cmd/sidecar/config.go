@@ -32,6 +32,7 @@ type Config struct {
 	QuarantineTopic    string            `env:"QUARANTINE_TOPIC" help:"late and malformed records; created if missing (default <output>.quarantine)"`
 	GroupID            string            `env:"GROUP_ID" envDefault:"phasegate" help:"consumer group of the inputs"`
 	TransactionalID    string            `env:"TRANSACTIONAL_ID" help:"stable per instance; a restart with the same ID fences the old one (default <group>-<hostname>)"`
+	InstanceID         string            `env:"INSTANCE_ID" help:"static consumer group member name (KIP-345): a restart with the same name gets its partitions back at once instead of after PHASEGATE_SESSION_TIMEOUT (default the transactional ID)"`
 	PhaseLength        time.Duration     `env:"PHASE_LENGTH" envDefault:"1s" help:"phase span when phases come from record timestamps"`
 	MaxOutOfOrderness  time.Duration     `env:"MAX_OUT_OF_ORDERNESS" envDefault:"200ms" help:"how far behind its partition's newest timestamp a record may be and still count"`
 	IdleTimeout        time.Duration     `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
@@ -83,6 +84,9 @@ func loadConfig(environ map[string]string) (Config, []string, error) {
 	if cfg.TransactionalID == "" {
 		host, _ := os.Hostname()
 		cfg.TransactionalID = cfg.GroupID + "-" + host
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = cfg.TransactionalID
 	}
 	cfg.raw = rawValues(environ)
 	if err := cfg.check(cfg.raw); err != nil {
@@ -189,8 +193,8 @@ func (c Config) routing() (proxy.Routing, error) {
 
 func (c Config) kafkaVersion() (sarama.KafkaVersion, error) {
 	v, err := sarama.ParseKafkaVersion(c.KafkaVersion)
-	if err != nil || !v.IsAtLeast(sarama.V2_1_0_0) {
-		return v, badVar("KAFKA_VERSION", c.KafkaVersion, "a Kafka version of at least 2.1.0, such as 3.9.0")
+	if err != nil || !v.IsAtLeast(sarama.V2_3_0_0) {
+		return v, badVar("KAFKA_VERSION", c.KafkaVersion, "a Kafka version of at least 2.3.0 (static group membership), such as 3.9.0")
 	}
 	return v, nil
 }
@@ -207,7 +211,7 @@ func (c Config) pipeline() (proxy.Config, error) {
 	}
 	return proxy.Config{
 		InputTopics: c.InputTopics, OutputTopic: c.OutputTopic, QuarantineTopic: c.QuarantineTopic,
-		GroupID: c.GroupID, TransactionalID: c.TransactionalID, Routing: routing,
+		GroupID: c.GroupID, TransactionalID: c.TransactionalID, InstanceID: c.InstanceID, Routing: routing,
 		Watermarks: watermarks.Config{
 			PhaseLength: c.PhaseLength, MaxOutOfOrderness: c.MaxOutOfOrderness, IdleTimeout: c.IdleTimeout,
 			MaxBufferBytes: c.MaxBufferBytes, SealTimeoutMin: c.SealTimeoutMin, SealTimeoutMax: c.SealTimeoutMax,

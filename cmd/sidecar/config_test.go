@@ -126,7 +126,7 @@ func refusals() []struct {
 		{"seal policy unknown", map[string]string{"PHASEGATE_SEAL_POLICY": "maybe"},
 			`PHASEGATE_SEAL_POLICY="maybe": wait or seal`},
 		{"kafka version too old", map[string]string{"PHASEGATE_KAFKA_VERSION": "0.10.0"},
-			`PHASEGATE_KAFKA_VERSION="0.10.0": a Kafka version of at least 2.1.0, such as 3.9.0`},
+			`PHASEGATE_KAFKA_VERSION="0.10.0": a Kafka version of at least 2.3.0 (static group membership), such as 3.9.0`},
 		{"log level unknown", map[string]string{"PHASEGATE_LOG_LEVEL": "loud"},
 			`PHASEGATE_LOG_LEVEL="loud": debug, info, warn or error`},
 		{"log format unknown", map[string]string{"PHASEGATE_LOG_FORMAT": "xml"},
