@@ -15,7 +15,11 @@ import (
 // default: a dynamic member would wait for the dead one's session to
 // expire before anything is consumed again. The time from the new
 // process's start to the next committed transaction is measured and
-// printed; it must stay below the session timeout, then the usual check.
+// printed; it must stay below half the session timeout: a dynamic member
+// waits for the dead one's session to expire, at least the session timeout
+// less one heartbeat interval (session/5) less the restart delay, so about
+// 23 s here (24.5 s measured with the build before static membership),
+// where the static member took 0.3 s. Then the usual check.
 func TestF8FastRestart(t *testing.T) {
 	const session = 30 * time.Second
 	sc := newScenario(t, "F8")
@@ -53,8 +57,8 @@ func TestF8FastRestart(t *testing.T) {
 	took := resumed.Sub(next.started)
 	fmt.Printf("F8 restart: next committed transaction %s after the restarted process started (session timeout %s)\n",
 		took.Round(10*time.Millisecond), session)
-	if took >= session {
-		t.Errorf("the restarted sidecar waited %s, not less than the session timeout %s: static membership did not give its partitions back", took, session)
+	if took >= session/2 {
+		t.Errorf("the restarted sidecar waited %s, not less than half the session timeout %s: static membership did not give its partitions back", took, session)
 	}
 	sc.finish()
 	sc.check()
