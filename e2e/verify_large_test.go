@@ -159,9 +159,12 @@ func TestVerifyInterrupt(t *testing.T) {
 	topic := fmt.Sprintf("verify-int-%d", time.Now().UnixNano()%1_000_000_000)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	written, markersWritten := writeAligned(t, ctx, b.addrs, topic, 30_000)
+	// The quota first: the broker applies it a moment after the controller
+	// took it, and writing the topic gives it that moment (set after the
+	// write, it once came too late and the whole topic was read in 121 ms).
 	clientID := topic + "-slow"
 	setQuota(t, ctx, b.addrs, clientID, 20_000)
+	written, markersWritten := writeAligned(t, ctx, b.addrs, topic, 30_000)
 
 	cmd := exec.CommandContext(ctx, suite.bin, "verify", "--topic", topic, "--progress=50ms")
 	cmd.Env = append(os.Environ(), "PHASEGATE_BROKERS="+strings.Join(b.addrs, ","), "PHASEGATE_CLIENT_ID="+clientID)
