@@ -32,9 +32,9 @@ type Config struct {
 	// gets its partitions back at once instead of after the session
 	// timeout. Empty: dynamic membership.
 	InstanceID string
-	Routing         Routing
-	Watermarks      watermarks.Config
-	Dedupe          dedupe.Config
+	Routing    Routing
+	Watermarks watermarks.Config
+	Dedupe     dedupe.Config
 	// Tick is how often the pipeline re-evaluates idleness, timeouts and the
 	// watermark when no record arrives.
 	Tick time.Duration
