@@ -14,6 +14,19 @@ import (
 // ("60s", not "1m0s").
 func rawValues(environ map[string]string) map[string]string {
 	raw := map[string]string{}
+	eachVariable(func(name string, f reflect.StructField) {
+		if v, ok := environ[envPrefix+name]; ok {
+			raw[name] = v
+		} else {
+			raw[name] = f.Tag.Get("envDefault")
+		}
+	})
+	return raw
+}
+
+// eachVariable calls fn for every variable Config reads (its name without
+// the prefix, and its field), embedded structs included.
+func eachVariable(fn func(name string, f reflect.StructField)) {
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
 		for i := range t.NumField() {
@@ -22,19 +35,12 @@ func rawValues(environ map[string]string) map[string]string {
 				walk(f.Type)
 				continue
 			}
-			name := strings.Split(f.Tag.Get("env"), ",")[0]
-			if name == "" {
-				continue
-			}
-			if v, ok := environ[envPrefix+name]; ok {
-				raw[name] = v
-			} else {
-				raw[name] = f.Tag.Get("envDefault")
+			if name := strings.Split(f.Tag.Get("env"), ",")[0]; name != "" {
+				fn(name, f)
 			}
 		}
 	}
 	walk(reflect.TypeFor[Config]())
-	return raw
 }
 
 // durationBound is the sane range of a duration variable and why.

@@ -10,20 +10,7 @@ import (
 // knownVariables lists every variable Config reads, with the prefix.
 func knownVariables() []string {
 	var names []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous {
-				walk(f.Type)
-				continue
-			}
-			if name := strings.Split(f.Tag.Get("env"), ",")[0]; name != "" {
-				names = append(names, envPrefix+name)
-			}
-		}
-	}
-	walk(reflect.TypeFor[Config]())
+	eachVariable(func(name string, _ reflect.StructField) { names = append(names, envPrefix+name) })
 	return names
 }
 
