@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/verify"
 	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/proxy"
@@ -338,4 +339,48 @@ func TestBufferBoundUnderSkew(t *testing.T) {
 		t.Fatalf("no partition was paused although the fast branch ran 40 phases ahead")
 	}
 	t.Logf("peak buffered %d of %d bytes; %s", peak, bound, acc)
+}
+
+// Two static members of one group (an owner and a standby): a requested
+// shutdown of the owner leaves the group explicitly (a static member does
+// not leave on close, KIP-345), so the standby takes every partition over
+// long before the session timeout, and the output stays whole across the
+// hand-over.
+func TestStandbyTakesOverAtOnce(t *testing.T) {
+	forks := map[string]int32{"a": 2, "b": 1}
+	e := newEnv(t, forks, 2)
+	k := inproc.KafkaFor(e.brokers)
+	k.SessionTimeout = 20 * time.Second
+	start := func(name string) *inproc.Sidecar {
+		cfg := e.cfg
+		cfg.TransactionalID, cfg.InstanceID = "phasegate-"+name, name
+		s, err := inproc.StartSidecar(k, cfg, e.logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	owns := func(s *inproc.Sidecar) bool { return len(s.Pipeline.Status().Partitions) == 3 }
+	base := phaseBase()
+	standby := start("standby")
+	t.Cleanup(func() { _ = standby.Stop() })
+	waitFor(t, 15*time.Second, "the first instance to own the partitions", func() bool { return owns(standby) })
+	owner := start("owner") // the newest member gets every partition
+	waitFor(t, 15*time.Second, "the newer instance to own the partitions", func() bool { return owns(owner) })
+	want := grid(e, base, 0, 3, forks, 4)
+	waitFor(t, 15*time.Second, "phases 0-1 committed", func() bool { return len(owner.Pipeline.Status().Sealed) >= 2 })
+	stopped := time.Now()
+	if err := owner.Stop(); err != nil {
+		t.Fatalf("owner stopped with: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the standby to take over (session timeout 20s)", func() bool { return owns(standby) })
+	t.Logf("standby owned every partition %s after the owner's shutdown began", time.Since(stopped).Round(time.Millisecond))
+	for phase, m := range grid(e, base, 3, 6, forks, 4) {
+		want[phase] = m
+	}
+	out, acc := e.settle(20 * time.Second)
+	checkAligned(t, out, want)
+	if acc.Out != len(e.inputs) {
+		t.Fatalf("published %d of %d across the hand-over", acc.Out, len(e.inputs))
+	}
 }
