@@ -162,9 +162,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // errGroupStopped means the consumer group goroutine ended by itself.
 var errGroupStopped = errors.New("the consumer group stopped; see the log lines before this one")
 
-// errFencedInstance means another process joined the group with this
-// instance's static member name: two instances share one name.
-var errFencedInstance = errors.New("another phasegate instance joined the consumer group with the same static member name")
+// errFencedInstance means the group coordinator refused this static
+// member: another process joined with the same name, or the coordinator
+// no longer knows this member's ID. Either way the instance stops; a
+// restart joins afresh (and, if two processes share the name, fixing the
+// configuration is the way out).
+var errFencedInstance = errors.New("fenced as a static member of the consumer group: another process joined with the same name, or the coordinator no longer knows this member (exiting; a restart joins afresh)")
 
 // consume keeps the instance in the consumer group until ctx ends. Each
 // Consume call is one session; a session ends on a rebalance or a rewind.
