@@ -15,11 +15,12 @@
 //	// if the transaction fails, drop s and build a new Session (rewind).
 //	// st.Actions: pause or resume those partitions.
 //
-// Config.Outputs, Floor and Local let several sessions (one per task)
-// share one global watermark and write the markers of several writers
-// (docs/FLEET.md, MARKERS.md 3.3): the groundwork of several instances in
-// one group. Until proxy runs one session per task only tests use them
-// (TestTwoTasksShareTheWatermarkAndTheOutputs).
+// Several instances share one global watermark through Floor, Local,
+// Expect and DataPhases (docs/FLEET.md): proxy reports Local and
+// DataPhases of its session for the tasks it owns, caps the session with
+// the fleet's global watermark (Floor) and has it seal the phases other
+// tasks hold data of (Expect). Config.Outputs restricts the markers to the
+// output partitions of the tasks the session owns.
 //
 // M is the caller's message type (a *sarama.ConsumerMessage): align never
 // looks into it, it only carries it from Handle to the Batch, so the

@@ -212,6 +212,22 @@ func (s *Session[M]) Floor(m watermarks.Mark, set bool) { s.tracker.Floor(m, set
 // Floor: what it reports to the other tasks.
 func (s *Session[M]) Local() watermarks.Mark { return s.tracker.Local() }
 
+// Expect tells the session the phases other tasks hold data of
+// (fleet.View.DataPhases): it seals each of them too, with no records, so
+// that it writes their markers on its outputs and every output partition
+// carries a marker for every phase with data anywhere (MARKERS.md 3.2).
+func (s *Session[M]) Expect(phases []uint64) {
+	for _, ph := range phases {
+		s.tracker.Expect(ph)
+	}
+}
+
+// DataPhases appends to dst, ascending, the session's open phases that hold
+// records, at most max: what it reports to the other tasks.
+func (s *Session[M]) DataPhases(dst []uint64, max int) []uint64 {
+	return s.tracker.DataPhases(dst, max)
+}
+
 // Foreign lists the partitions whose committed metadata was not
 // phasegate's: they start without replay protection.
 func (s *Session[M]) Foreign() []TP { return s.foreign }

@@ -32,9 +32,13 @@ type Config struct {
 	// gets its partitions back at once instead of after the session
 	// timeout. Empty: dynamic membership.
 	InstanceID string
-	Routing    Routing
-	Watermarks watermarks.Config
-	Dedupe     dedupe.Config
+	// WatermarkTopic is the compacted topic through which the instances of
+	// the group share one global watermark (docs/FLEET.md); created when
+	// missing.
+	WatermarkTopic string
+	Routing        Routing
+	Watermarks     watermarks.Config
+	Dedupe         dedupe.Config
 	// Tick is how often the pipeline re-evaluates idleness, timeouts and the
 	// watermark when no record arrives.
 	Tick time.Duration
@@ -70,6 +74,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("PHASEGATE_QUARANTINE_TOPIC=%q must be a topic of its own, neither an input nor the output", c.QuarantineTopic)
 	case c.GroupID == "":
 		return fmt.Errorf("PHASEGATE_GROUP_ID is empty")
+	case c.WatermarkTopic == "" || c.WatermarkTopic == c.OutputTopic || c.WatermarkTopic == c.QuarantineTopic || seen[c.WatermarkTopic]:
+		return fmt.Errorf("PHASEGATE_WATERMARK_TOPIC=%q must be a topic of its own, neither an input, the output nor the quarantine topic", c.WatermarkTopic)
 	case c.TransactionalID == "":
 		return fmt.Errorf("PHASEGATE_TRANSACTIONAL_ID is empty")
 	case c.Tick <= 0 || c.LagInterval <= 0 || c.QuarantineDelay <= 0:

@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/phasegate/phasegate/tasks"
 	"github.com/phasegate/phasegate/txn"
 )
 
@@ -49,11 +50,11 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 }
 
 // ConsumerConfig is the consumer group's configuration: read_committed,
-// manual offsets (committed only by transactions), the single-owner
-// assignment, static membership when instanceID is set, and fetches sized
-// so that what a paused partition still has in flight stays small next to
-// the buffer bound.
-func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64, instanceID string) *sarama.Config {
+// manual offsets (committed only by transactions), static membership when
+// instanceID is set, and fetches sized so that what a paused partition
+// still has in flight stays small next to the buffer bound. Dial adds the
+// task assignment strategy once it knows the layout.
+func (k Kafka) ConsumerConfig(maxBufferBytes int64, instanceID string) *sarama.Config {
 	c := k.Base()
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Offsets.AutoCommit.Enable = false
@@ -61,8 +62,6 @@ func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64, instanceID 
 	c.Consumer.Return.Errors = false
 	c.Consumer.Group.Session.Timeout = k.SessionTimeout
 	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
-	c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{singleOwner{}}
-	c.Consumer.Group.Member.UserData = memberUserData(start.UnixNano())
 	c.Consumer.Group.InstanceId = instanceID
 	c.Consumer.Fetch.Default = int32(min(max(maxBufferBytes/64, 64<<10), 1<<20))
 	c.Consumer.MaxProcessingTime = time.Second
@@ -72,7 +71,9 @@ func (k Kafka) ConsumerConfig(start time.Time, maxBufferBytes int64, instanceID 
 // Dial connects a pipeline. The transactional producer comes first: its
 // InitProducerId completes or aborts what the previous owner of the
 // transactional ID left open, so the offsets the group fetches next are
-// stable (sarama never sets RequireStable on offset fetches).
+// stable (sarama never sets RequireStable on offset fetches). The task
+// layout comes from the topics' partition counts; the watermark topic is
+// created when missing.
 func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -84,17 +85,41 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(time.Now(), cfg.Watermarks.MaxBufferBytes, cfg.InstanceID))
+	closers := []func() error{prod.Close}
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}
+	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(cfg.Watermarks.MaxBufferBytes, cfg.InstanceID))
 	if err != nil {
-		_ = prod.Close()
+		closeAll()
 		return nil, fmt.Errorf("connect consumer: %w", err)
 	}
-	closeAll := func() { _ = prod.Close(); _ = client.Close() }
+	closers = append(closers, client.Close)
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
+	out, err := client.Partitions(cfg.OutputTopic)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("output topic %s: %w (create it before starting phasegate)", cfg.OutputTopic, err)
+	}
+	layout, err := newLayout(client, cfg, int32(len(out)))
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	strategy := tasks.NewStrategy(layout)
+	client.Config().Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
+	reports, err := dialReports(k, cfg, client, admin)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	closers = append(closers, reports.close)
 	group, err := sarama.NewConsumerGroupFromClient(cfg.GroupID, client)
 	if err != nil {
 		closeAll()
@@ -102,13 +127,13 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	}
 	p, err := New(cfg, Deps{
 		Client: client, Admin: admin, Group: group, Producer: prod, Logger: log,
-		Metrics: NewMetrics(reg, cfg.InputTopics),
+		Metrics: NewMetrics(reg, cfg.InputTopics), Layout: layout, Strategy: strategy, Reports: reports,
 	})
 	if err != nil {
 		_ = group.Close()
 		closeAll()
 		return nil, err
 	}
-	p.closers = append(p.closers, client.Close)
+	p.closers = append(p.closers, reports.close, client.Close)
 	return p, nil
 }

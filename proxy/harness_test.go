@@ -56,7 +56,7 @@ func newEnv(t *testing.T, forks map[string]int32, outParts int32) *env {
 	t.Cleanup(prod.Close)
 	e := &env{t: t, cluster: c, brokers: c.ListenAddrs(), prod: prod}
 	e.cfg = proxy.Config{
-		InputTopics: inputs, OutputTopic: "out", QuarantineTopic: "out.quarantine",
+		InputTopics: inputs, OutputTopic: "out", QuarantineTopic: "out.quarantine", WatermarkTopic: "phasegate.watermarks",
 		GroupID: "phasegate", TransactionalID: "phasegate-test",
 		Watermarks: watermarks.Config{
 			PhaseLength: phaseLen, MaxOutOfOrderness: 0, IdleTimeout: 500 * time.Millisecond,

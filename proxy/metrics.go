@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"strconv"
 
 	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/markers"
@@ -33,6 +34,8 @@ type Metrics struct {
 	globalPhase   prometheus.Gauge
 	stragglerCV   prometheus.Gauge
 	rebalances    prometheus.Counter
+	tasksOwned    prometheus.Gauge
+	taskPhase     *prometheus.GaugeVec
 	rewinds       prometheus.Counter
 	dedupeFull    prometheus.Counter
 }
@@ -101,6 +104,12 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 		stragglerCV: f.NewGauge(prometheus.GaugeOpts{
 			Name: "phasegate_straggler_cv", Help: "Coefficient of variation of the last sealed phase's duration across input topics; above 0.6 one branch straggles.",
 		}),
+		tasksOwned: f.NewGauge(prometheus.GaugeOpts{
+			Name: "phasegate_tasks_owned", Help: "Tasks (groups of input partitions, docs/FLEET.md) this instance owns in the current consumer group session.",
+		}),
+		taskPhase: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phasegate_task_watermark_phase", Help: "Each task's low watermark phase as last reported on the watermark topic (by whichever instance owns it); the lowest holds the global watermark.",
+		}, []string{"task"}),
 		rebalances: f.NewCounter(prometheus.CounterOpts{
 			Name: "phasegate_rebalances_total", Help: "Consumer group sessions started (joins and rebalances).",
 		}),
@@ -172,4 +181,9 @@ func (m *Metrics) observe(st *Status, topics []string) {
 		m.bufferedRecs.WithLabelValues(t).Set(float64(recs[t]))
 	}
 	m.globalPhase.Set(float64(st.GlobalWatermark))
+	for _, ts := range st.Tasks {
+		if ts.Reported {
+			m.taskPhase.WithLabelValues(strconv.Itoa(int(ts.Task))).Set(float64(ts.Low))
+		}
+	}
 }

@@ -12,7 +12,10 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/phasegate/phasegate/align"
+	"github.com/phasegate/phasegate/fleet"
+	"github.com/phasegate/phasegate/tasks"
 	"github.com/phasegate/phasegate/txn"
+	"github.com/phasegate/phasegate/watermarks"
 )
 
 // Deps are the Kafka clients a Pipeline drives. Dial builds them; tests may
@@ -24,6 +27,12 @@ type Deps struct {
 	Producer *txn.Producer
 	Logger   *slog.Logger
 	Metrics  *Metrics
+	// Layout is the topology's task layout; Strategy, the group's
+	// assignment strategy, assigns its tasks.
+	Layout   *tasks.Layout
+	Strategy *tasks.Strategy
+	// Reports reads and writes the watermark topic.
+	Reports *reportIO
 }
 
 // session is the alignment state of one consumer group session.
@@ -41,10 +50,11 @@ type Pipeline struct {
 	outParts, quarParts int32
 
 	// Channels from the consumer group's goroutines to the loop.
-	in     chan delivery
-	setups chan setupReq
-	ends   chan endReq
-	lags   chan lagReport
+	in      chan delivery
+	setups  chan setupReq
+	ends    chan endReq
+	lags    chan lagReport
+	reports chan fleetRecord
 
 	status   atomic.Pointer[Status]
 	stopping atomic.Bool
@@ -53,6 +63,8 @@ type Pipeline struct {
 	// The fields below are owned by the loop goroutine.
 	gen        *generation
 	genSeq     int64
+	view       *fleet.View // every task's latest report (docs/FLEET.md)
+	owned      []tasks.ID  // the tasks of the last generation, for the move logs
 	committed  map[align.TP]align.Start
 	history    []SealStatus
 	lastStatus time.Time
@@ -66,15 +78,27 @@ type Pipeline struct {
 	closers []func() error
 }
 
-// generation is one consumer group session on the loop: its alignment
-// state and what the claims of that session need.
+// generation is one consumer group session on the loop: the tasks it owns,
+// their alignment state (one session over all their partitions) and what
+// the claims of that session need.
 type generation struct {
 	id        int64
+	groupGen  int32
+	tasks     []tasks.ID
 	ctx       context.Context
 	cancel    context.CancelFunc
 	groupMeta *sarama.ConsumerGroupMetadata
 	s         *session
 	gates     map[align.TP]*gate // read-only after setup
+
+	// sent is the last report written for the tasks, at sentAt; floor the
+	// fleet's global watermark the session is capped by (share), held the
+	// lowest task without a usable report (-1: none).
+	sent     fleet.Report
+	sentAt   time.Time
+	floor    watermarks.Mark
+	floorSet bool
+	held     int32
 }
 
 // delivery is one record forwarded by a claim, tagged with its generation.
@@ -105,6 +129,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		setups:    make(chan setupReq),
 		ends:      make(chan endReq),
 		lags:      make(chan lagReport),
+		reports:   make(chan fleetRecord),
+		view:      fleet.NewView(d.Layout.Len(), d.Layout.Fingerprint()),
 		committed: map[align.TP]align.Start{},
 		limiter:   logLimiter{every: 10 * time.Second, last: map[string]time.Time{}},
 	}
@@ -128,6 +154,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		consumeErr <- p.consume(consumeCtx)
 	})
 	wg.Go(func() { p.pollLag(consumeCtx) })
+	wg.Go(func() { p.readReports(consumeCtx) })
 
 	err := p.loop(ctx, consumeDone)
 	p.transitions.flush(p.log, p.now(), true)
@@ -211,6 +238,8 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 			p.end(r)
 		case r := <-p.lags:
 			p.lag(r)
+		case r := <-p.reports:
+			p.applyReport(r)
 		case <-tick.C:
 		}
 		if err := p.step(); err != nil {
@@ -260,6 +289,7 @@ func (p *Pipeline) drain(consumeDone <-chan struct{}) {
 		case r := <-p.ends:
 			close(r.reply)
 		case <-p.lags:
+		case <-p.reports:
 		}
 	}
 }

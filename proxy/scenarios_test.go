@@ -341,12 +341,14 @@ func TestBufferBoundUnderSkew(t *testing.T) {
 	t.Logf("peak buffered %d of %d bytes; %s", peak, bound, acc)
 }
 
-// Two static members of one group (an owner and a standby): a requested
-// shutdown of the owner leaves the group explicitly (a static member does
-// not leave on close, KIP-345), so the standby takes every partition over
-// long before the session timeout, and the output stays whole across the
-// hand-over.
-func TestStandbyTakesOverAtOnce(t *testing.T) {
+// Two static members of one group share the work: the second to join
+// takes one of the two tasks (partitions a/1 | a/0, b/0), both seal the
+// same phases through the watermark topic, and every output partition gets
+// every phase. A requested shutdown of one leaves the group explicitly (a
+// static member does not leave on close, KIP-345), so the other owns every
+// partition again long before the session timeout, and the output stays
+// whole across the hand-over.
+func TestTwoInstancesShareThenHandOver(t *testing.T) {
 	forks := map[string]int32{"a": 2, "b": 1}
 	e := newEnv(t, forks, 2)
 	k := inproc.KafkaFor(e.brokers)
@@ -360,21 +362,37 @@ func TestStandbyTakesOverAtOnce(t *testing.T) {
 		}
 		return s
 	}
-	owns := func(s *inproc.Sidecar) bool { return len(s.Pipeline.Status().Partitions) == 3 }
+	owned := func(s *inproc.Sidecar) int { return len(s.Pipeline.Status().Partitions) }
 	base := phaseBase()
-	standby := start("standby")
-	t.Cleanup(func() { _ = standby.Stop() })
-	waitFor(t, 15*time.Second, "the first instance to own the partitions", func() bool { return owns(standby) })
-	owner := start("owner") // the newest member gets every partition
-	waitFor(t, 15*time.Second, "the newer instance to own the partitions", func() bool { return owns(owner) })
+	first := start("first")
+	t.Cleanup(func() { _ = first.Stop() })
+	waitFor(t, 15*time.Second, "the first instance to own every partition", func() bool { return owned(first) == 3 })
+	second := start("second")
+	waitFor(t, 15*time.Second, "the two instances to own one task each", func() bool {
+		return owned(first) > 0 && owned(second) > 0 && owned(first)+owned(second) == 3
+	})
 	want := grid(e, base, 0, 3, forks, 4)
-	waitFor(t, 15*time.Second, "phases 0-1 committed", func() bool { return len(owner.Pipeline.Status().Sealed) >= 2 })
-	stopped := time.Now()
-	if err := owner.Stop(); err != nil {
-		t.Fatalf("owner stopped with: %v", err)
+	waitFor(t, 15*time.Second, "phases 0-2 committed by both", func() bool {
+		return len(first.Pipeline.Status().Sealed) >= 3 && len(second.Pipeline.Status().Sealed) >= 3
+	})
+	for _, s := range []*inproc.Sidecar{first, second} {
+		st := s.Pipeline.Status()
+		mine := 0
+		for _, ts := range st.Tasks {
+			if ts.Mine {
+				mine++
+			}
+		}
+		if len(st.Tasks) != 2 || mine != 1 {
+			t.Fatalf("%s: tasks %+v, want 2 tasks of which 1 is its own", st.Instance, st.Tasks)
+		}
 	}
-	waitFor(t, 10*time.Second, "the standby to take over (session timeout 20s)", func() bool { return owns(standby) })
-	t.Logf("standby owned every partition %s after the owner's shutdown began", time.Since(stopped).Round(time.Millisecond))
+	stopped := time.Now()
+	if err := second.Stop(); err != nil {
+		t.Fatalf("second instance stopped with: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the first instance to own every partition again (session timeout 20s)", func() bool { return owned(first) == 3 })
+	t.Logf("first instance owned every partition %s after the second's shutdown began", time.Since(stopped).Round(time.Millisecond))
 	for phase, m := range grid(e, base, 3, 6, forks, 4) {
 		want[phase] = m
 	}

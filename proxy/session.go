@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
 
 	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/markers"
+	"github.com/phasegate/phasegate/tasks"
 )
 
 // setupReq asks the loop to build a generation for a new session.
@@ -145,14 +147,24 @@ func (p *Pipeline) setup(r setupReq) {
 
 func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, error) {
 	claims := cs.Claims()
-	if err := p.checkClaims(claims); err != nil {
+	owned, err := p.ownedTasks(claims)
+	if err != nil {
 		return nil, err
 	}
 	starts, err := p.starts(claims)
 	if err != nil {
 		return nil, err
 	}
-	s, err := align.New[*sarama.ConsumerMessage](p.alignConfig(), starts)
+	cfg := p.alignConfig()
+	for _, id := range owned {
+		for _, o := range p.deps.Layout.Outputs(id) {
+			cfg.Outputs = append(cfg.Outputs, align.Output{Partition: o})
+		}
+	}
+	if cfg.Outputs == nil {
+		cfg.Outputs = []align.Output{} // no task: no marker (nil would mean every output)
+	}
+	s, err := align.New[*sarama.ConsumerMessage](cfg, starts)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +175,8 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 	p.genSeq++
 	ctx, cancel := context.WithCancel(cs.Context())
 	g := &generation{
-		id: p.genSeq, ctx: ctx, cancel: cancel, s: s, gates: map[align.TP]*gate{},
-		groupMeta: sarama.NewConsumerGroupMetadataFromSession(cs, p.cfg.GroupID, nil),
+		id: p.genSeq, groupGen: cs.GenerationID(), tasks: owned, ctx: ctx, cancel: cancel, s: s, gates: map[align.TP]*gate{},
+		groupMeta: sarama.NewConsumerGroupMetadataFromSession(cs, p.cfg.GroupID, nil), held: -1,
 	}
 	for _, st := range starts {
 		// The claim starts here: what this process committed last may be
@@ -176,13 +188,48 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 		g.gates[k] = newGate()
 		p.metrics.initPartition(k)
 	}
+	p.view.SetGeneration(g.groupGen)
 	p.deps.Group.ResumeAll()
 	p.assigned.Store(&assigned)
 	p.gen = g
 	p.metrics.rebalances.Inc()
-	p.log.Info("partitions assigned", "generation", cs.GenerationID(), "member", cs.MemberID(),
+	p.metrics.tasksOwned.Set(float64(len(owned)))
+	p.log.Info("tasks assigned", "generation", g.groupGen, "member", cs.MemberID(), "tasks", owned,
+		"of", p.deps.Layout.Len(), "gained", diffTasks(owned, p.owned), "lost", diffTasks(p.owned, owned),
 		"partitions", len(assigned), "global_watermark", s.Global())
+	p.owned = owned
 	return g, nil
+}
+
+// ownedTasks returns the tasks of this session's claims: whole tasks of
+// this instance's layout, or an error that names the cause.
+func (p *Pipeline) ownedTasks(claims map[string][]int32) ([]tasks.ID, error) {
+	a, err := p.deps.Strategy.Assigned()
+	if err != nil {
+		return nil, fmt.Errorf("the group's assignment cannot be used: %w (every member of group %s must run this version of phasegate with the same input topics, output partitions and routing)", err, p.cfg.GroupID)
+	}
+	owned, err := p.deps.Layout.TasksOf(claims)
+	if err != nil {
+		return nil, fmt.Errorf("the group's assignment: %w (every member of group %s must run phasegate's %s assignment)", err, p.cfg.GroupID, tasks.StrategyName)
+	}
+	if !slices.Equal(owned, a.Tasks) {
+		return nil, fmt.Errorf("the group assigned the partitions of tasks %v but the assignment names tasks %v", owned, a.Tasks)
+	}
+	if len(owned) == 0 {
+		p.log.Info("standby: the other phasegate instances in the group own every task", "group", p.cfg.GroupID, "tasks", p.deps.Layout.Len())
+	}
+	return owned, nil
+}
+
+// diffTasks returns the tasks of a not in b.
+func diffTasks(a, b []tasks.ID) []tasks.ID {
+	out := []tasks.ID{}
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // starts reads where each claimed partition starts: the committed offset
@@ -278,28 +325,4 @@ var reasonAdvice = map[markers.Reason]string{
 	markers.ReasonMalformed:     "fix the producer: phase headers are 1-20 decimal digits, markers need a JSON value with v, phase and partition",
 	markers.ReasonStaleMarker:   "the producer sent a marker for a phase below one it already marked on this partition",
 	markers.ReasonCountMismatch: "the producer's marker count differs from the records read: records were lost or duplicated upstream",
-}
-
-// checkClaims accepts all partitions of every input topic (the owner) or none
-// (a standby): the single-owner assignment gives nothing else.
-func (p *Pipeline) checkClaims(claims map[string][]int32) error {
-	n := 0
-	for _, ids := range claims {
-		n += len(ids)
-	}
-	if n == 0 {
-		p.log.Info("standby: another phasegate instance in the group owns the input partitions", "group", p.cfg.GroupID)
-		return nil
-	}
-	for _, topic := range p.cfg.InputTopics {
-		all, err := p.deps.Client.Partitions(topic)
-		if err != nil {
-			return fmt.Errorf("partitions of %s: %w", topic, err)
-		}
-		if len(claims[topic]) != len(all) {
-			return fmt.Errorf("assigned %d of the %d partitions of %s: every member of group %s must run phasegate's %s assignment, and one instance owns all partitions",
-				len(claims[topic]), len(all), topic, p.cfg.GroupID, singleOwnerName)
-		}
-	}
-	return nil
 }

@@ -25,6 +25,10 @@ type Status struct {
 	OpenPhases        []OpenPhaseStatus `json:"open_phases"`
 	Sealed            []SealStatus      `json:"sealed"`
 	Dedupe            *dedupe.Stats     `json:"dedupe,omitempty"`
+	// Instance is this instance's transactional ID; Tasks every task of
+	// the fleet as the watermark topic shows it (owner, watermark).
+	Instance string       `json:"instance"`
+	Tasks    []TaskStatus `json:"tasks"`
 }
 
 // PartitionStatus is one input partition in Status.
@@ -75,7 +79,8 @@ func (p *Pipeline) publish(g *generation) {
 	}
 	p.lastStatus = now
 	st := &Status{Updated: now, Sealed: append([]SealStatus(nil), p.history...),
-		MaxBufferBytes: p.cfg.Watermarks.MaxBufferBytes, PeakBufferedBytes: p.peakBuffered}
+		MaxBufferBytes: p.cfg.Watermarks.MaxBufferBytes, PeakBufferedBytes: p.peakBuffered,
+		Instance: p.cfg.TransactionalID, Tasks: p.fleetStatus(g)}
 	if n := len(p.history); n > 0 {
 		last := p.history[n-1].Phase
 		st.LastSealed = &last

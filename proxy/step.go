@@ -17,14 +17,30 @@ func (p *Pipeline) step() error {
 		return nil
 	}
 	p.peakBuffered = max(p.peakBuffered, g.s.BufferedBytes())
-	st := g.s.Step()
-	if st.Batch != nil {
-		if err := p.commit(g, st.Batch); err != nil {
+	if err := p.stepSession(g); err != nil || p.gen == nil {
+		p.publish(p.gen)
+		return err
+	}
+	// The session's new watermark, shared with the fleet, may raise the
+	// cap: seal what it allows now rather than one tick later.
+	if p.share(g) {
+		if err := p.stepSession(g); err != nil || p.gen == nil {
+			p.publish(p.gen)
 			return err
 		}
-		if p.gen == nil { // rewound
-			p.publish(nil)
-			return nil
+	}
+	p.transitions.flush(p.log, p.now(), false)
+	p.publish(g)
+	return nil
+}
+
+// stepSession runs one Step of the session and acts on it. After a failed
+// transaction p.gen is nil (rewound).
+func (p *Pipeline) stepSession(g *generation) error {
+	st := g.s.Step()
+	if st.Batch != nil {
+		if err := p.commit(g, st.Batch); err != nil || p.gen == nil {
+			return err
 		}
 	}
 	p.apply(g, st.Actions)
@@ -36,11 +52,9 @@ func (p *Pipeline) step() error {
 			p.transitions.add(p.log, tLive, c.TP)
 		}
 	}
-	p.transitions.flush(p.log, p.now(), false)
 	if st.Timeouts > 0 {
 		p.sealTimedOut(g, st.Timeouts)
 	}
-	p.publish(g)
 	return nil
 }
 

@@ -75,3 +75,26 @@ func TestFloor(t *testing.T) {
 		})
 	}
 }
+
+// Expect: a phase another tracker holds data of seals here too, with no
+// records, in order with this tracker's own phases.
+func TestExpect(t *testing.T) {
+	h := newHarness(t, nil, 0)
+	a := h.add("a/0")
+	h.at(a, 2500) // phase 2, passes 0 and 1
+	h.tr.Expect(1)
+	h.tr.Expect(1) // idempotent
+	if got := h.tr.DataPhases(nil, 10); !slices.Equal(got, []uint64{2}) {
+		t.Fatalf("DataPhases = %v, want [2] (1 is only expected)", got)
+	}
+	seals := h.advance()
+	if len(seals) != 1 || seals[0].Phase != 1 || seals[0].Records != 0 {
+		t.Fatalf("seals = %+v, want phase 1 with no records", seals)
+	}
+	h.tr.Expect(0) // below Global: already sealed, ignored
+	h.at(a, 3500)
+	h.advance()
+	if !slices.Equal(h.seals, []string{"1:watermark", "2:watermark"}) {
+		t.Fatalf("seals = %v", h.seals)
+	}
+}

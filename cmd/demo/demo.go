@@ -60,7 +60,7 @@ func demo(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	brokers := cluster.ListenAddrs()
 
 	cfg := proxy.Config{
-		InputTopics: []string{demoFast, demoSlow}, OutputTopic: demoOut, QuarantineTopic: demoOut + ".quarantine",
+		InputTopics: []string{demoFast, demoSlow}, OutputTopic: demoOut, QuarantineTopic: demoOut + ".quarantine", WatermarkTopic: demoOut + ".watermarks",
 		GroupID: "phasegate-demo", TransactionalID: "phasegate-demo-0",
 		Watermarks: watermarks.Config{
 			PhaseLength: demoPhase, MaxOutOfOrderness: 50 * time.Millisecond, IdleTimeout: demoIdle,

@@ -33,6 +33,7 @@ type Config struct {
 	GroupID            string            `env:"GROUP_ID" envDefault:"phasegate" help:"consumer group of the inputs"`
 	TransactionalID    string            `env:"TRANSACTIONAL_ID" help:"stable per instance; a restart with the same ID fences the old one (default <group>-<hostname>)"`
 	InstanceID         string            `env:"INSTANCE_ID" help:"static consumer group member name (KIP-345): a restart with the same name gets its partitions back at once instead of after PHASEGATE_SESSION_TIMEOUT (default the transactional ID)"`
+	WatermarkTopic     string            `env:"WATERMARK_TOPIC" help:"compacted topic through which the instances of the group share one global watermark; created if missing (default <group>.watermarks)"`
 	PhaseLength        time.Duration     `env:"PHASE_LENGTH" envDefault:"1s" help:"phase span when phases come from record timestamps"`
 	MaxOutOfOrderness  time.Duration     `env:"MAX_OUT_OF_ORDERNESS" envDefault:"200ms" help:"how far behind its partition's newest timestamp a record may be and still count"`
 	IdleTimeout        time.Duration     `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
@@ -80,6 +81,9 @@ func loadConfig(environ map[string]string) (Config, []string, error) {
 	}
 	if cfg.QuarantineTopic == "" {
 		cfg.QuarantineTopic = cfg.OutputTopic + ".quarantine"
+	}
+	if cfg.WatermarkTopic == "" {
+		cfg.WatermarkTopic = cfg.GroupID + ".watermarks"
 	}
 	if cfg.TransactionalID == "" {
 		host, _ := os.Hostname()
@@ -211,7 +215,7 @@ func (c Config) pipeline() (proxy.Config, error) {
 	}
 	return proxy.Config{
 		InputTopics: c.InputTopics, OutputTopic: c.OutputTopic, QuarantineTopic: c.QuarantineTopic,
-		GroupID: c.GroupID, TransactionalID: c.TransactionalID, InstanceID: c.InstanceID, Routing: routing,
+		WatermarkTopic: c.WatermarkTopic, GroupID: c.GroupID, TransactionalID: c.TransactionalID, InstanceID: c.InstanceID, Routing: routing,
 		Watermarks: watermarks.Config{
 			PhaseLength: c.PhaseLength, MaxOutOfOrderness: c.MaxOutOfOrderness, IdleTimeout: c.IdleTimeout,
 			MaxBufferBytes: c.MaxBufferBytes, SealTimeoutMin: c.SealTimeoutMin, SealTimeoutMax: c.SealTimeoutMax,

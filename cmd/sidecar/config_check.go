@@ -128,12 +128,15 @@ func (c Config) check(raw map[string]string) error {
 	for _, t := range []struct {
 		name   string
 		topics []string
-	}{{"INPUT_TOPICS", c.InputTopics}, {"OUTPUT_TOPIC", []string{c.OutputTopic}}, {"QUARANTINE_TOPIC", []string{c.QuarantineTopic}}} {
+	}{{"INPUT_TOPICS", c.InputTopics}, {"OUTPUT_TOPIC", []string{c.OutputTopic}}, {"QUARANTINE_TOPIC", []string{c.QuarantineTopic}}, {"WATERMARK_TOPIC", []string{c.WatermarkTopic}}} {
 		for _, topic := range t.topics {
 			if why := topicNameProblem(topic); why != "" {
 				value := raw[t.name]
 				if t.name == "QUARANTINE_TOPIC" && value == "" {
 					return badVar("OUTPUT_TOPIC", raw["OUTPUT_TOPIC"], fmt.Sprintf("the quarantine topic's name %q (<output>.quarantine) %s; set PHASEGATE_QUARANTINE_TOPIC", topic, why))
+				}
+				if t.name == "WATERMARK_TOPIC" && value == "" {
+					return badVar("GROUP_ID", raw["GROUP_ID"], fmt.Sprintf("the watermark topic's name %q (<group>.watermarks) %s; set PHASEGATE_WATERMARK_TOPIC", topic, why))
 				}
 				return badVar(t.name, value, fmt.Sprintf("%q %s", topic, why))
 			}

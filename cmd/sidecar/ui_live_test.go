@@ -138,7 +138,7 @@ func startSlowSidecar(t *testing.T) (*proxy.Pipeline, string, uint64) {
 	t.Cleanup(cluster.Close)
 	brokers := cluster.ListenAddrs()
 	cfg := proxy.Config{
-		InputTopics: []string{fast, slow}, OutputTopic: out, QuarantineTopic: out + ".quarantine",
+		InputTopics: []string{fast, slow}, OutputTopic: out, QuarantineTopic: out + ".quarantine", WatermarkTopic: out + ".watermarks",
 		GroupID: "phasegate-ui", TransactionalID: "phasegate-ui-0",
 		Watermarks: watermarks.Config{
 			PhaseLength: 500 * time.Millisecond, MaxOutOfOrderness: 50 * time.Millisecond, IdleTimeout: 10 * time.Second,

@@ -52,7 +52,7 @@ func pipeline(t *testing.T, phases, n int) []string {
 		t.Fatal(err)
 	}
 	sc, err := inproc.StartSidecar(inproc.KafkaFor(brokers), proxy.Config{
-		InputTopics: []string{"orders", "payments"}, OutputTopic: "aligned", QuarantineTopic: "aligned.quarantine",
+		InputTopics: []string{"orders", "payments"}, OutputTopic: "aligned", QuarantineTopic: "aligned.quarantine", WatermarkTopic: "phasegate.watermarks",
 		GroupID: "g", TransactionalID: "join-test",
 		Watermarks: watermarks.Config{PhaseLength: time.Second, IdleTimeout: 300 * time.Millisecond, MaxBufferBytes: 1 << 20,
 			SealTimeoutMin: time.Minute, SealTimeoutMax: time.Minute, Now: time.Now},

@@ -1,0 +1,260 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/phasegate/phasegate/fleet"
+	"github.com/phasegate/phasegate/tasks"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// reportEvery bounds how often the owned tasks' reports are written to the
+// watermark topic when only their time watermark moved.
+const reportEvery = 100 * time.Millisecond
+
+// newLayout builds the task layout from the topics' partition counts
+// (tasks.Layout). Key routing runs one task: its output partitions would
+// otherwise have several writers, whose markers (MARKERS.md 3.3) the
+// session does not write yet, so one instance owns every partition and the
+// others stand by.
+func newLayout(c sarama.Client, cfg Config, outParts int32) (*tasks.Layout, error) {
+	t := tasks.Topology{Routing: tasks.RoutePartition, OutputPartitions: outParts}
+	if cfg.Routing == RouteKey {
+		t.Routing, t.Tasks = tasks.RouteKey, 1
+	}
+	for _, topic := range cfg.InputTopics {
+		ps, err := c.Partitions(topic)
+		if err != nil {
+			return nil, fmt.Errorf("input topic %s: %w", topic, err)
+		}
+		t.Inputs = append(t.Inputs, tasks.Input{Topic: topic, Partitions: int32(len(ps))})
+	}
+	return tasks.NewLayout(t)
+}
+
+// reportIO writes this instance's task reports to the watermark topic and
+// reads everyone's (docs/FLEET.md). It has its own client: the topic is
+// not an input of the group and its producer is not transactional.
+type reportIO struct {
+	topic  string
+	client sarama.Client
+	prod   sarama.AsyncProducer
+	cons   sarama.Consumer
+	once   sync.Once
+}
+
+// dialReports creates the watermark topic when missing (one partition,
+// compacted, replicated like the output topic) and connects its producer
+// and consumer.
+func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin) (*reportIO, error) {
+	replicas, err := c.Replicas(cfg.OutputTopic, 0)
+	if err != nil {
+		return nil, fmt.Errorf("replicas of output topic %s: %w", cfg.OutputTopic, err)
+	}
+	compact := "compact"
+	err = admin.CreateTopic(cfg.WatermarkTopic, &sarama.TopicDetail{
+		NumPartitions: 1, ReplicationFactor: int16(max(1, len(replicas))),
+		ConfigEntries: map[string]*string{"cleanup.policy": &compact},
+	}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return nil, fmt.Errorf("watermark topic %s does not exist and cannot be created: %w (create it with cleanup.policy=compact, or set PHASEGATE_WATERMARK_TOPIC to an existing one)", cfg.WatermarkTopic, err)
+	}
+	client, err := sarama.NewClient(k.Brokers, k.reportConfig())
+	if err != nil {
+		return nil, fmt.Errorf("connect to the watermark topic: %w", err)
+	}
+	r := &reportIO{topic: cfg.WatermarkTopic, client: client}
+	if r.prod, err = sarama.NewAsyncProducerFromClient(client); err == nil {
+		r.cons, err = sarama.NewConsumerFromClient(client)
+	}
+	if err != nil {
+		_ = r.close()
+		return nil, fmt.Errorf("watermark topic %s: %w", cfg.WatermarkTopic, err)
+	}
+	return r, nil
+}
+
+// reportConfig configures the watermark topic's clients: an idempotent
+// producer (a report lost or repeated is harmless, the next one replaces
+// it; order per task is what matters) and a plain consumer.
+func (k Kafka) reportConfig() *sarama.Config {
+	c := k.Base()
+	c.Producer.Idempotent = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Retry.Max = 10
+	c.Producer.Return.Errors = true
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Flush.Frequency = 5 * time.Millisecond
+	c.Net.MaxOpenRequests = 1
+	c.Consumer.Return.Errors = true
+	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	return c
+}
+
+func (r *reportIO) close() error {
+	r.once.Do(func() {
+		if r.prod != nil {
+			r.prod.AsyncClose()
+			for range r.prod.Errors() {
+			}
+		}
+		if r.cons != nil {
+			_ = r.cons.Close()
+		}
+		_ = r.client.Close()
+	})
+	return nil
+}
+
+// fleetRecord is one record of the watermark topic.
+type fleetRecord struct{ key, value []byte }
+
+// readReports forwards every record of the watermark topic, from the
+// oldest, to the loop until ctx ends, and logs failed report writes.
+func (p *Pipeline) readReports(ctx context.Context) {
+	r := p.deps.Reports
+	var pc sarama.PartitionConsumer
+	for pc == nil {
+		var err error
+		if pc, err = r.cons.ConsumePartition(r.topic, 0, sarama.OffsetOldest); err != nil {
+			p.log.Debug("watermark topic not readable yet; retrying", "topic", r.topic, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	defer pc.AsyncClose()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-pc.Messages():
+			select {
+			case p.reports <- fleetRecord{key: m.Key, value: m.Value}:
+			case <-ctx.Done():
+				return
+			}
+		case err := <-pc.Errors():
+			p.log.Warn("reading the watermark topic failed; phases wait for the other instances' reports", "topic", r.topic, "err", err)
+		case err := <-r.prod.Errors():
+			p.log.Warn("writing a task's watermark report failed; the next report replaces it", "topic", r.topic, "err", err.Err)
+		}
+	}
+}
+
+// applyReport takes one record of the watermark topic into the view. This
+// instance's reports of its current generation are skipped: share applies
+// them as it writes them, and the copy read back is older.
+func (p *Pipeline) applyReport(rec fleetRecord) {
+	rep, ok, err := fleet.DecodeReport(rec.key, rec.value)
+	switch {
+	case err != nil:
+		p.log.Warn("malformed record on the watermark topic ignored", "topic", p.cfg.WatermarkTopic, "err", err)
+	case !ok:
+		if task, err := fleet.DecodeKey(rec.key); err == nil {
+			p.view.Forget(task)
+		}
+	case p.gen != nil && rep.Owner == p.cfg.TransactionalID && rep.Generation == p.gen.groupGen:
+	default:
+		p.view.Apply(rep)
+	}
+}
+
+// share tells the fleet what this instance's tasks know (applied to the
+// view at once, written to the watermark topic when it changed), then caps
+// the session by the fleet's global watermark and has it seal the phases
+// other tasks hold data of (docs/FLEET.md, F3 to F7). It reports whether
+// the cap rose: a Step may then seal more.
+func (p *Pipeline) share(g *generation) bool {
+	now := p.now()
+	if len(g.tasks) > 0 {
+		rep := p.report(g, now)
+		due := g.due(rep, now)
+		for _, id := range g.tasks {
+			rep.Task = int32(id)
+			p.view.Apply(rep)
+			if due {
+				p.deps.Reports.prod.Input() <- &sarama.ProducerMessage{Topic: p.cfg.WatermarkTopic, Partition: 0,
+					Key: sarama.ByteEncoder(rep.AppendKey(nil)), Value: sarama.ByteEncoder(rep.AppendValue(nil))}
+			}
+		}
+		if due {
+			g.sent, g.sentAt = rep, now
+		}
+	}
+	global, ms, held := p.view.Advance()
+	g.held = held
+	rose := !g.floorSet || global > g.floor.Phase
+	g.floor, g.floorSet = watermarks.Mark{Phase: global, Ms: ms}, true
+	g.s.Floor(g.floor, true)
+	g.s.Expect(p.view.DataPhases(g.s.Global(), global))
+	p.view.Prune(g.s.Global())
+	return rose
+}
+
+// report is what this instance knows of each of its tasks now: the
+// session's own watermark and open phases, for every task it owns (their
+// partitions share one session, so the fleet's minimum is the same).
+func (p *Pipeline) report(g *generation, now time.Time) fleet.Report {
+	m := g.s.Local()
+	return fleet.Report{
+		Layout: p.deps.Layout.Fingerprint(), Low: m.Phase, LowMs: m.Ms, Idle: m.Idle, High: m.Phase,
+		Open: g.s.DataPhases([]uint64{}, fleet.MaxOpen), Owner: p.cfg.TransactionalID,
+		Generation: g.groupGen, AtMs: now.UnixMilli(),
+	}
+}
+
+// due reports whether rep must be written: it differs from the last one
+// written in its watermark phase, idleness, generation or open phases, or
+// only in its time watermark and reportEvery has passed.
+func (g *generation) due(rep fleet.Report, now time.Time) bool {
+	s := g.sent
+	switch {
+	case g.sentAt.IsZero(), s.Low != rep.Low, s.Idle != rep.Idle, s.Generation != rep.Generation, !slices.Equal(s.Open, rep.Open):
+		return true
+	}
+	return s.LowMs != rep.LowMs && now.Sub(g.sentAt) >= reportEvery
+}
+
+// TaskStatus is one task of the fleet in Status, as this instance sees it
+// on the watermark topic.
+type TaskStatus struct {
+	Task       int32  `json:"task"`
+	Owner      string `json:"owner,omitempty"`
+	Mine       bool   `json:"mine"`
+	Generation int32  `json:"generation"`
+	Low        uint64 `json:"low_watermark_phase"`
+	Idle       bool   `json:"idle"`
+	Open       int    `json:"open_phases"`
+	// Reported is false while no report of the task was read: it holds the
+	// global watermark (as does a report from a generation this instance
+	// has not reached, Usable false).
+	Reported bool      `json:"reported"`
+	Usable   bool      `json:"usable"`
+	At       time.Time `json:"reported_at,omitzero"`
+}
+
+// fleetStatus is every task as the view holds it.
+func (p *Pipeline) fleetStatus(g *generation) []TaskStatus {
+	states := p.view.Tasks()
+	out := make([]TaskStatus, len(states))
+	for i, s := range states {
+		r := s.Report
+		out[i] = TaskStatus{Task: s.Task, Reported: s.Reported, Usable: s.Usable}
+		if s.Reported {
+			out[i].Owner, out[i].Generation, out[i].Low, out[i].Idle, out[i].Open = r.Owner, r.Generation, r.Low, r.Idle, len(r.Open)
+			out[i].At = time.UnixMilli(r.AtMs).UTC()
+		}
+		out[i].Mine = g != nil && slices.Contains(g.tasks, tasks.ID(s.Task))
+	}
+	return out
+}
