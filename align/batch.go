@@ -112,7 +112,7 @@ func (s *Session[M]) build() *Batch[M] {
 	global := s.tracker.Global()
 	b.Offsets = make([]Offset, len(s.byP))
 	for i, ps := range s.byP {
-		cm := commitMeta{global: global, consumed: ps.next}
+		cm := commitMeta{global: max(global, ps.sealedBelow), consumed: ps.next}
 		cm.marker, cm.hasMarker = s.markers.Last(ps.key)
 		b.Offsets[i] = Offset{TP: ps.TP, Offset: s.commitOffset(ps, skip), Metadata: cm.String()}
 	}
@@ -146,6 +146,9 @@ func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 	}
 	for _, o := range s.cfg.Outputs {
 		q := o.Partition
+		if sl.Phase < s.from[q] {
+			continue // marked by the task's earlier owner
+		}
 		m := markers.Marker{
 			Phase: sl.Phase, Partition: q, Count: counts[q], HasCount: true, Sources: sources[q],
 			WatermarkMs: sl.WatermarkMs, SealedBy: markers.SealedBy(sl.By.String()), Emitter: s.cfg.Emitter,
@@ -153,6 +156,6 @@ func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 		}
 		sl.markers[q] = m.AppendOutput(nil)
 		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: q, Seal: sl})
+		b.Markers++
 	}
-	b.Markers += len(s.cfg.Outputs)
 }

@@ -115,11 +115,11 @@ func (s *Session[M]) Handle(r *Record[M]) Outcome {
 	}
 	ps.count(id)
 	rec := watermarks.Rec{Phase: id, EventMs: r.TimestampMs, Timed: timed, Bytes: RecordOverhead + r.Size}
-	if s.tracker.Record(ps.p, rec) == watermarks.Late {
+	if id < ps.sealedBelow || s.tracker.Record(ps.p, rec) == watermarks.Late {
 		// A phase whose dedupe set was evicted is open again in the cache
 		// after Add: seal it again, or it would stay there for good.
 		s.dedupe.Seal(id)
-		return s.quarantine(ps, r, markers.ReasonLate, fmt.Sprintf("phase %d is sealed (global watermark %d)", id, s.tracker.Global()))
+		return s.quarantine(ps, r, markers.ReasonLate, fmt.Sprintf("phase %d is sealed (global watermark %d)", id, max(s.tracker.Global(), ps.sealedBelow)))
 	}
 	s.buffer(id, ps, r.Msg, r.Offset, s.cfg.Routing.route(r.Key, r.Partition, s.cfg.OutputPartitions))
 	return out
@@ -173,6 +173,9 @@ func (s *Session[M]) malformed(ps *part, r *Record[M], replay bool, err error) O
 func (s *Session[M]) replayed(ps *part) {
 	ps.replaying = false
 	s.replaying--
+	if ps.hasMarker {
+		s.tracker.Marker(ps.p, ps.marker)
+	}
 }
 
 // quarantined is a record on its way to the quarantine topic.

@@ -20,9 +20,22 @@ type part struct {
 	// by a committed transaction before this session started.
 	replayBelow   int64
 	resolvedBelow uint64
+	// sealedBelow: every phase below it was sealed on the outputs of this
+	// partition's task before this session (the highest committed global
+	// watermark among the partitions of the task, Output.Inputs). A new
+	// record of such a phase is late, whatever the session's own global
+	// watermark, which starts at the lowest of its tasks'.
+	sealedBelow uint64
 	// replaying is true until the partition has been read again up to
 	// replayBelow (or its log ends before): see Session.replaying.
 	replaying bool
+	// marker is the last input marker read before the restart (committed
+	// metadata), hasMarker whether there is one. The tracker learns it only
+	// once the partition is read again up to replayBelow: the records
+	// before it, of the phases it closes, are read again first, and must
+	// not find those phases passed.
+	marker    uint64
+	hasMarker bool
 	// counts holds, per phase, the data records read from this partition
 	// (proven duplicates not counted), to check an input marker's count.
 	counts map[uint64]int64

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/phasegate/phasegate/markers"
 )
 
 // Restarts: a new session from the committed offsets and their metadata,
@@ -68,6 +70,47 @@ func TestRestart(t *testing.T) {
 				if o := offsetOf(st.Batch, tp("a", 0)); !strings.HasSuffix(o.Metadata, ";h=2;m=-") {
 					t.Errorf("a/0 metadata %q: the consumed position went back", o.Metadata)
 				}
+			},
+		},
+		{
+			name:   "a session taking over two tasks with different histories starts each where its last transaction left it",
+			topics: map[string]int32{"a": 2}, out: 2,
+			run: func(t *testing.T, h *harness) {
+				h.cfg.Outputs = []Output{{Partition: 0, Inputs: []TP{tp("a", 0)}}, {Partition: 1, Inputs: []TP{tp("a", 1)}}}
+				h.committed[tp("a", 0)] = Offset{Metadata: commitMeta{global: phaseAt(100)}.String()}
+				h.committed[tp("a", 1)] = Offset{Metadata: commitMeta{global: phaseAt(300)}.String()}
+				h.restart()                              // task a/0 marked phases below +1, task a/1 below +3
+				h.feed(in{topic: "a", part: 0, ms: 150}) // a/0@0 +1
+				h.feed(in{topic: "a", part: 1, ms: 250}) // a/1@0 +2: sealed by a/1's task already
+				h.clk.add(time.Second)
+				st := h.step()
+				wantWrites(t, st.Batch, "quarantine late a/1@0 ->1")
+				if cm, err := parseCommitMeta(offsetOf(st.Batch, tp("a", 1)).Metadata); err != nil || cm.global != phaseAt(300) {
+					t.Fatalf("a/1 committed global %d (%v), want its task's %d", cm.global, err, phaseAt(300))
+				}
+				h.feed(in{topic: "a", part: 1, ms: 350}) // a/1@1 +3
+				h.feed(in{topic: "a", part: 0, ms: 450}) // a/0@1 +4
+				h.feed(in{topic: "a", part: 1, ms: 460}) // a/1@2 +4: both passed +1 to +3
+				wantWrites(t, h.step().Batch, "data a/0@0 ->0", "marker +1 ->0 count=1 watermark",
+					"data a/1@1 ->1", "marker +3 ->0 count=0 watermark", "marker +3 ->1 count=1 watermark")
+			},
+		},
+		{
+			name:   "an input marker read before the restart takes effect only once the records before it are read again",
+			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
+			run: func(t *testing.T, h *harness) {
+				h.feed(in{topic: "b", ms: 10})                                                     // b@0 +0
+				h.feed(in{topic: "a", ms: 150})                                                    // a@0 +1, buffered
+				h.feed(in{topic: "a", marker: &markers.Marker{Phase: phaseAt(150), Partition: 0}}) // a@1: a passed +1
+				h.feed(in{topic: "b", ms: 150})                                                    // b@1 +1: seals +0
+				wantWrites(t, h.step().Batch, "data b/0@0 ->0", "marker +0 ->0 count=1 watermark")
+				h.restart()                     // a/0 from 0 with m=+1; b/0 from 1
+				h.read(tp("b", 0))              // b@1 +1 again
+				h.feed(in{topic: "b", ms: 250}) // b@2 +2: b passed +1
+				h.clk.add(time.Second)
+				wantNoBatch(t, h.s.Step()) // a is read again first...
+				h.read(tp("a", 0))         // ...and its +1 record is not late
+				wantWrites(t, h.step().Batch, "data b/0@1 ->0", "data a/0@0 ->0", "marker +1 ->0 count=2 watermark")
 			},
 		},
 	}

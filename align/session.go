@@ -3,6 +3,7 @@ package align
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,13 @@ func (c Config) Validate() error {
 // Output is an output partition a session writes markers on.
 type Output struct {
 	Partition, Task, Writers int32
+	// Inputs are the input partitions of the task that writes Partition:
+	// their committed metadata says up to which phase the task has marked
+	// it already, so the session writes markers there only from that phase
+	// on, and records of those partitions in earlier phases are late. A
+	// session owning several tasks starts each at its own point. Nil: the
+	// session's partitions are one task.
+	Inputs []TP
 }
 
 // TP names an input partition.
@@ -114,6 +122,9 @@ type Session[M any] struct {
 	// taskHdr is, per output partition, the phasegate.task value of this
 	// session's data there: nil where it is the only writer.
 	taskHdr [][]byte
+	// from is, per output partition, the first phase this session marks
+	// there: below it, the task's earlier owner did (Output.Inputs).
+	from []uint64
 }
 
 // New starts a session over the partitions in starts. A partition whose
@@ -131,7 +142,8 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		return int(a.Partition - b.Partition)
 	})
 	metas := make([]commitMeta, len(starts))
-	var global uint64
+	byTP := make(map[TP]uint64, len(starts))
+	global := uint64(math.MaxUint64)
 	var foreign []TP
 	for i, st := range starts {
 		cm, err := parseCommitMeta(st.Metadata)
@@ -142,7 +154,11 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 			cm = commitMeta{consumed: st.Offset}
 		}
 		metas[i] = cm
-		global = max(global, cm.global)
+		byTP[st.TP] = cm.global
+		global = min(global, cm.global)
+	}
+	if len(starts) == 0 {
+		global = 0
 	}
 	tracker, err := watermarks.New(cfg.Watermarks, global)
 	if err != nil {
@@ -153,14 +169,30 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		return nil, err
 	}
 	if cfg.Outputs == nil {
+		all := make([]TP, len(starts))
+		for i, st := range starts {
+			all[i] = st.TP
+		}
 		for o := range cfg.OutputPartitions {
-			cfg.Outputs = append(cfg.Outputs, Output{Partition: o})
+			cfg.Outputs = append(cfg.Outputs, Output{Partition: o, Inputs: all})
+		}
+	}
+	// Each task starts where its last committed transaction left it.
+	from, sealedBelow := make([]uint64, cfg.OutputPartitions), make(map[TP]uint64, len(starts))
+	for _, o := range cfg.Outputs {
+		for _, k := range o.Inputs {
+			from[o.Partition] = max(from[o.Partition], byTP[k])
+		}
+	}
+	for _, o := range cfg.Outputs {
+		for _, k := range o.Inputs {
+			sealedBelow[k] = max(sealedBelow[k], from[o.Partition])
 		}
 	}
 	s := &Session[M]{
 		cfg: cfg, now: cfg.Watermarks.Now, tracker: tracker, dedupe: cache, markers: dedupe.NewMarkers(),
 		parts: make(map[TP]*part, len(starts)), phases: map[uint64]*phase[M]{}, foreign: foreign,
-		taskHdr: make([][]byte, cfg.OutputPartitions),
+		taskHdr: make([][]byte, cfg.OutputPartitions), from: from,
 	}
 	for _, o := range cfg.Outputs {
 		if o.Writers >= 2 {
@@ -172,7 +204,8 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		ps := &part{
 			TP: st.TP, key: dedupe.PartitionKey{Topic: st.Topic, Partition: st.Partition},
 			p: tracker.Add(st.Topic, st.Partition), next: st.Offset,
-			replayBelow: cm.consumed, resolvedBelow: cm.global, counts: map[uint64]int64{},
+			replayBelow: cm.consumed, resolvedBelow: cm.global, sealedBelow: max(cm.global, sealedBelow[st.TP]),
+			counts:    map[uint64]int64{},
 			replaying: st.Offset < cm.consumed,
 		}
 		if ps.replaying {
@@ -180,7 +213,10 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		}
 		if cm.hasMarker {
 			s.markers.Restore(ps.key, cm.marker)
-			tracker.Marker(ps.p, cm.marker)
+			ps.marker, ps.hasMarker = cm.marker, true
+			if !ps.replaying {
+				tracker.Marker(ps.p, cm.marker)
+			}
 		}
 		s.parts[st.TP] = ps
 		s.byP = append(s.byP, ps)

@@ -60,7 +60,7 @@ func TestF3BrokerKill(t *testing.T) {
 	sc := newScenario(t, "F3")
 	sc.start(newPlan(sc.topo, 3, nil), nil)
 	got := sc.waitProgress(0.3)
-	before, err := sc.adm.ListEndOffsets(sc.ctx, sc.topo.orders, sc.topo.payments)
+	before, err := sc.adm.ListEndOffsets(sc.ctx, sc.topo.inputs()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func (sc *scenario) check() *result {
 	}
 	r := &result{reasons: map[string]markers.Reason{}}
 	var inParts [][]*kgo.Record
-	for _, topic := range []string{sc.topo.orders, sc.topo.payments} {
+	for _, topic := range sc.topo.inputs() {
 		inParts = append(inParts, read(topic, false)...)
 	}
 	r.inputs = toInputs(inParts)
@@ -119,7 +119,7 @@ func (sc *scenario) checkJava(ctx context.Context, r *result) {
 // checkRaces fails when a sidecar built with PHASEGATE_E2E_RACE=1 reported
 // a data race (an instance that was killed never gets to exit with 66).
 func (sc *scenario) checkRaces() {
-	for _, in := range sc.sup.instances() {
+	for _, in := range sc.instances() {
 		b, err := os.ReadFile(in.log)
 		if err != nil {
 			sc.t.Errorf("read %s: %v", in.log, err)
@@ -131,23 +131,25 @@ func (sc *scenario) checkRaces() {
 	}
 }
 
-// checkTransactions fails when a transaction of the sidecar's
-// transactional ID is still open.
+// checkTransactions fails when a transaction of one of the scenario's
+// transactional IDs is still open.
 func (sc *scenario) checkTransactions(ctx context.Context) {
-	d, err := sc.adm.DescribeTransactions(ctx, sc.txnID)
+	d, err := sc.adm.DescribeTransactions(ctx, sc.txnIDs...)
 	if err != nil {
-		sc.t.Errorf("describe transaction %s: %v", sc.txnID, err)
+		sc.t.Errorf("describe transactions %v: %v", sc.txnIDs, err)
 		return
 	}
-	tx, ok := d[sc.txnID]
-	switch {
-	case !ok || tx.Err != nil:
-		sc.t.Errorf("describe transaction %s: %v", sc.txnID, tx.Err)
-	case tx.State == "Ongoing":
-		sc.t.Errorf("transaction %s left open: state %s since %s, partitions %v", sc.txnID, tx.State,
-			time.UnixMilli(tx.StartTimestamp).Format(time.RFC3339Nano), tx.Topics)
-	default:
-		sc.t.Logf("transaction %s: %s (producer %d epoch %d)", sc.txnID, tx.State, tx.ProducerID, tx.ProducerEpoch)
+	for _, id := range sc.txnIDs {
+		tx, ok := d[id]
+		switch {
+		case !ok || tx.Err != nil:
+			sc.t.Errorf("describe transaction %s: %v", id, tx.Err)
+		case tx.State == "Ongoing":
+			sc.t.Errorf("transaction %s left open: state %s since %s, partitions %v", id, tx.State,
+				time.UnixMilli(tx.StartTimestamp).Format(time.RFC3339Nano), tx.Topics)
+		default:
+			sc.t.Logf("transaction %s: %s (producer %d epoch %d)", id, tx.State, tx.ProducerID, tx.ProducerEpoch)
+		}
 	}
 	open, err := sc.adm.ListTransactions(ctx, nil, []string{"Ongoing"})
 	if err != nil {
@@ -155,7 +157,7 @@ func (sc *scenario) checkTransactions(ctx context.Context) {
 		return
 	}
 	for _, id := range open.TransactionalIDs() {
-		if id == sc.txnID {
+		if slices.Contains(sc.txnIDs, id) {
 			sc.t.Errorf("ListTransactions: %s is Ongoing", id)
 		}
 	}

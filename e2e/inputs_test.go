@@ -89,9 +89,9 @@ func TestF7MalformedAndMarkers(t *testing.T) {
 	p := newPlan(sc.topo, 7, d.decorate)
 	// Strict mode seals the last phases only when every partition says so.
 	final := phaseOf(p.base.Add(span)) + 1
-	for topic, parts := range map[string]int32{sc.topo.orders: ordersParts, sc.topo.payments: paymentsParts} {
-		for part := range parts {
-			p.add(d.marker(p, topic, part, final, p.base.Add(span), "", expectMarker), span)
+	for _, f := range sc.topo.forks {
+		for part := range f.parts {
+			p.add(d.marker(p, f.topic, part, final, p.base.Add(span), "", expectMarker), span)
 		}
 	}
 	sc.start(p, nil)

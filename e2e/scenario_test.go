@@ -17,10 +17,48 @@ import (
 	"github.com/phasegate/phasegate/internal/kafkatest"
 )
 
-// topology names one scenario's topics; names are unique per run, so a
-// shared broker (PHASEGATE_E2E_BROKERS) can run the suite again.
+// topology names one scenario's topics and the workload's shape over them;
+// names are unique per run, so a shared broker (PHASEGATE_E2E_BROKERS) can
+// run the suite again.
 type topology struct {
 	orders, payments, out, quarantine string
+	// forks are the input topics; forks[0] is orders (the hot key's
+	// branch), forks[1] payments.
+	forks    []fork
+	outParts int32
+	hot      float64 // share of the orders branch on one key
+	// emptyPart, when set, is an orders partition that gets no record.
+	emptyPart bool
+}
+
+// fork is one input topic of a topology and its share of the records.
+type fork struct {
+	topic string
+	parts int32
+	share float64
+}
+
+// inputs are the fork topics' names.
+func (t *topology) inputs() []string {
+	out := make([]string, len(t.forks))
+	for i, f := range t.forks {
+		out[i] = f.topic
+	}
+	return out
+}
+
+// shape is a topology's layout before it has topic names.
+type shape struct {
+	forks     []fork // topic: a suffix of the scenario's ID
+	outParts  int32
+	hot       float64
+	emptyPart bool
+}
+
+// defaultShape is F1-F8's: two forks of 3 and 2 partitions, 3 outputs.
+var defaultShape = shape{
+	forks:    []fork{{"orders", ordersParts, ordersShare}, {"payments", paymentsParts, 1 - ordersShare}},
+	outParts: outParts, hot: hotShare,
 }
 
 // scenario is one fault-injection run: its topics, sidecar settings, the
@@ -36,11 +74,15 @@ type scenario struct {
 	env     map[string]string
 	dir     string
 	sup     *supervisor
-	cl      *kgo.Client
-	adm     *kadm.Client
-	prod    *producer
-	plan    *plan
-	res     *result // set by check
+	// more are the supervisors of further instances in the same group
+	// (addInstance), each with its own transactional ID in txnIDs.
+	more   []*supervisor
+	txnIDs []string
+	cl     *kgo.Client
+	adm    *kadm.Client
+	prod   *producer
+	plan   *plan
+	res    *result // set by check
 	// lateOK, when set, lets a data record be quarantined as late (F3:
 	// records the producer could only deliver after the broker restart).
 	lateOK func(in input) bool
@@ -63,14 +105,25 @@ func newScenario(t *testing.T, name string) *scenario {
 // newScenarioOn is newScenario on broker b.
 func newScenarioOn(t *testing.T, b *broker, name string) *scenario {
 	t.Helper()
+	return newShapedScenario(t, b, name, defaultShape)
+}
+
+// newShapedScenario is newScenarioOn with the topics of sh.
+func newShapedScenario(t *testing.T, b *broker, name string, sh shape) *scenario {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	t.Cleanup(cancel)
 	id := fmt.Sprintf("%s-%d", strings.ToLower(name), time.Now().UnixNano()%1_000_000_000)
-	topo := &topology{orders: id + "-orders", payments: id + "-payments", out: id + "-out"}
+	topo := &topology{out: id + "-out", outParts: sh.outParts, hot: sh.hot, emptyPart: sh.emptyPart}
 	topo.quarantine = topo.out + ".quarantine"
-	if err := kafkatest.CreateTopics(b.addrs, map[string]int32{
-		topo.orders: ordersParts, topo.payments: paymentsParts, topo.out: outParts,
-	}); err != nil {
+	parts := map[string]int32{topo.out: sh.outParts}
+	for _, f := range sh.forks {
+		f.topic = id + "-" + f.topic
+		topo.forks = append(topo.forks, f)
+		parts[f.topic] = f.parts
+	}
+	topo.orders, topo.payments = topo.forks[0].topic, topo.forks[1].topic
+	if err := kafkatest.CreateTopics(b.addrs, parts); err != nil {
 		t.Fatalf("create topics: %v", err)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addrs...))
@@ -84,12 +137,12 @@ func newScenarioOn(t *testing.T, b *broker, name string) *scenario {
 	}
 	sc := &scenario{
 		t: t, name: name, started: time.Now(), b: b, topo: topo,
-		group: id + "-group", txnID: id + "-txn", dir: dir, cl: cl, adm: kadm.NewClient(cl), ctx: ctx,
+		group: id + "-group", txnID: id + "-txn", txnIDs: []string{id + "-txn"}, dir: dir, cl: cl, adm: kadm.NewClient(cl), ctx: ctx,
 	}
 	t.Cleanup(sc.report) // after the supervisor's cleanup: the line comes last
 	sc.env = map[string]string{
 		"PHASEGATE_BROKERS":              strings.Join(b.addrs, ","),
-		"PHASEGATE_INPUT_TOPICS":         topo.orders + "," + topo.payments,
+		"PHASEGATE_INPUT_TOPICS":         strings.Join(topo.inputs(), ","),
 		"PHASEGATE_OUTPUT_TOPIC":         topo.out,
 		"PHASEGATE_QUARANTINE_TOPIC":     topo.quarantine,
 		"PHASEGATE_GROUP_ID":             sc.group,
@@ -133,7 +186,7 @@ func (sc *scenario) committed() (committed, end int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	ends, err := sc.adm.ListEndOffsets(ctx, sc.topo.orders, sc.topo.payments)
+	ends, err := sc.adm.ListEndOffsets(ctx, sc.topo.inputs()...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -172,8 +225,8 @@ func (sc *scenario) waitProgress(share float64) float64 {
 func (sc *scenario) poll(timeout time.Duration, what string, cond func() bool) {
 	sc.t.Helper()
 	poll(sc.t, timeout, what, func() bool {
-		if sc.sup != nil {
-			if in := sc.sup.givenUp(); in != nil {
+		for _, s := range sc.supervisors() {
+			if in := s.givenUp(); in != nil {
 				sc.t.Fatalf("while waiting for %s: the sidecar exited %d times in a row; the supervisor gave up. Last: %s\n%s",
 					what, maxRestarts+1, in.describe(), in.excerpt(10))
 			}
@@ -211,13 +264,30 @@ func (sc *scenario) finish() *instance {
 		c, e, err = sc.committed()
 		return err == nil && c == e && e > 0
 	})
-	last, err := sc.sup.stop()
-	if err != nil {
-		sc.t.Errorf("final shutdown: %v", err)
-	} else if code := last.state.ExitCode(); code != 0 {
-		sc.t.Errorf("instance %d exited %d after SIGTERM, want 0:\n%s", last.n, code, last.excerpt(20))
+	var last *instance
+	for _, s := range sc.supervisors() {
+		if s.isLost() {
+			continue
+		}
+		in, err := s.stop()
+		if err != nil {
+			sc.t.Errorf("final shutdown: %v", err)
+		} else if code := in.state.ExitCode(); code != 0 {
+			sc.t.Errorf("instance %d exited %d after SIGTERM, want 0:\n%s", in.n, code, in.excerpt(20))
+		}
+		if s == sc.sup {
+			last = in
+		}
 	}
 	return last
+}
+
+// supervisors are the scenario's supervisors, the first one's first.
+func (sc *scenario) supervisors() []*supervisor {
+	if sc.sup == nil {
+		return nil
+	}
+	return append([]*supervisor{sc.sup}, sc.more...)
 }
 
 // report prints the scenario's one line of counts, also when the scenario
@@ -238,8 +308,9 @@ func (sc *scenario) report() {
 }
 
 func (sc *scenario) restarts() int {
-	if sc.sup == nil {
-		return 0
+	n := 0
+	for _, s := range sc.supervisors() {
+		n += s.restartCount()
 	}
-	return sc.sup.restartCount()
+	return n
 }

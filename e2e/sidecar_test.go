@@ -137,6 +137,20 @@ type status struct {
 		Phase    uint64 `json:"phase"`
 		SealedBy string `json:"sealed_by"`
 	} `json:"sealed"`
+	Tasks []struct {
+		Mine bool `json:"mine"`
+	} `json:"tasks"`
+}
+
+// owned is how many tasks the instance owns.
+func (st *status) owned() int {
+	n := 0
+	for _, ts := range st.Tasks {
+		if ts.Mine {
+			n++
+		}
+	}
+	return n
 }
 
 // phases asks the instance's /phases.
@@ -179,6 +193,7 @@ type supervisor struct {
 	all      []*instance
 	restarts int
 	stopping bool
+	lost     bool      // its instance was lost for good (lose)
 	gaveUp   *instance // the last instance, once the supervisor gave up
 }
 
@@ -264,6 +279,25 @@ func (s *supervisor) detach() *instance {
 	in := s.cur
 	s.cur = nil
 	return in
+}
+
+// lose SIGKILLs the current instance and never restarts it: a machine
+// lost for good.
+func (s *supervisor) lose() error {
+	s.mu.Lock()
+	in := s.cur
+	s.cur, s.lost = nil, true
+	s.mu.Unlock()
+	if in == nil {
+		return errors.New("no instance to lose")
+	}
+	return in.signal(syscall.SIGKILL)
+}
+
+func (s *supervisor) isLost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
 }
 
 // restartCount is how many times the supervisor restarted the sidecar.

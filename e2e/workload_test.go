@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,21 +84,30 @@ func newPlan(topo *topology, seed uint64, decorate func(p *plan, r *kgo.Record, 
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		part: kgo.StickyKeyPartitioner(nil).ForTopic(""),
 	}
+	orders := topo.forks[0]
+	empty := int32(-1) // an orders partition left empty: not the hot key's
+	if topo.emptyPart {
+		empty = (p.partitionOf("hot", int(orders.parts)) + 1) % orders.parts
+	}
 	for i := range n {
 		off := time.Duration(int64(span) * int64(i) / int64(n))
-		var topic, key string
-		var parts int
-		if float64(i%100) < ordersShare*100 {
-			topic, parts = topo.orders, ordersParts
-			key = "order-" + strconv.Itoa(p.rng.IntN(10_000))
-			if p.rng.Float64() < hotShare {
-				key = "hot"
+		f, at := topo.forks[len(topo.forks)-1], float64(i%100)
+		for _, c := range topo.forks {
+			if at < c.share*100 {
+				f = c
+				break
 			}
-		} else {
-			topic, parts = topo.payments, paymentsParts
-			key = "payment-" + strconv.Itoa(p.rng.IntN(10_000))
+			at -= c.share * 100
 		}
-		r := p.record(topic, p.partitionOf(key, parts), off, key, expectData)
+		key := f.topic[strings.LastIndexByte(f.topic, '-')+1:] + "-" + strconv.Itoa(p.rng.IntN(10_000))
+		if f.topic == orders.topic && p.rng.Float64() < topo.hot {
+			key = "hot"
+		}
+		part := p.partitionOf(key, int(f.parts))
+		if part == empty {
+			part = (part + 1) % f.parts
+		}
+		r := p.record(f.topic, part, off, key, expectData)
 		if decorate != nil {
 			decorate(p, r, off)
 		}

@@ -157,8 +157,12 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 	}
 	cfg := p.alignConfig()
 	for _, id := range owned {
+		var inputs []align.TP
+		for _, k := range p.deps.Layout.Partitions(id) {
+			inputs = append(inputs, align.TP{Topic: k.Topic, Partition: k.Partition})
+		}
 		for _, o := range p.deps.Layout.Outputs(id) {
-			cfg.Outputs = append(cfg.Outputs, align.Output{Partition: o})
+			cfg.Outputs = append(cfg.Outputs, align.Output{Partition: o, Inputs: inputs})
 		}
 	}
 	if cfg.Outputs == nil {

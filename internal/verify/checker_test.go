@@ -127,11 +127,11 @@ func TestCheckerRules(t *testing.T) {
 			p[1][0].Value = []byte("{")
 			return p
 		}, midLog: []bool{false, true}, phases: []uint64{1, 2}, leadIn: 3},
-		{name: "sealed_by differs", mutate: func(p [][]Record) [][]Record {
+		{name: "sealed_by may differ across partitions (an instance seals a phase per task it owns)", mutate: func(p [][]Record) [][]Record {
 			mk := markers.Marker{Phase: 2, Partition: 1, Count: 1, Sources: map[string]int64{"a": 1}, SealedBy: markers.SealedByIdle, Emitter: "t"}
 			p[1][2].Value = mk.AppendOutput(nil)
 			return p
-		}, want: []string{`partition 1 offset 2 phase 2 sealed-by-differs: sealed_by idle here, watermark on a lower partition, both by emitter "t"`}, phases: []uint64{1, 2}},
+		}, phases: []uint64{1, 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

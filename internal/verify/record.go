@@ -32,9 +32,6 @@ const (
 	RuleMarkerNotEverywhere = "marker-not-on-every-partition"
 	// RuleDuplicateAcross: one phasegate.id on two partitions in one phase.
 	RuleDuplicateAcross = "duplicate-id"
-	// RuleSealedByDiffers: the markers one emitter wrote for one phase
-	// disagree on sealed_by.
-	RuleSealedByDiffers = "sealed-by-differs"
 	// RulePublishedTwice: one input record (phasegate.source) in two
 	// phases (only checked with Config.KeepSources).
 	RulePublishedTwice = "published-twice"
@@ -94,8 +91,6 @@ func (v Violation) Do() string {
 		return "this record was not written by phasegate (wire format v1): find its producer; a join must skip it"
 	case RuleMarkerNotEverywhere:
 		return "this phase is not whole on this partition: do not join it; check that phasegate owns every partition of this topic"
-	case RuleSealedByDiffers:
-		return "the phase was sealed twice by different writers: check for two phasegate instances with different transactional IDs on one output topic"
 	case RulePublishedTwice:
 		return "an input record was published in two phases: the join counts it twice; report it to the phasegate maintainers with both offsets"
 	}
