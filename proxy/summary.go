@@ -17,6 +17,51 @@ const DefaultTop = 10
 // summary without the rows names it so a user can find them.
 const FullListPath = "/phases?partitions=all"
 
+// Query is what a GET /phases asks for beyond the summary.
+type Query struct {
+	// Top is how many holders and most lagging partitions the summary lists.
+	Top int
+	// Rows names the partitions whose rows to send (one of RowStates); ""
+	// sends none.
+	Rows string
+	// Offset and Limit cut a window out of those rows, for paging; Limit 0
+	// sends every row from Offset.
+	Offset, Limit int
+}
+
+// RowStates lists the values of ?partitions= (Query.Rows): which
+// partitions' rows to send.
+const RowStates = "all, live, paused, idle, holding, lagging"
+
+// InState reports whether p is in state, one of RowStates; ok is false for
+// any other name. The states are the Summary's: an idle partition is idle,
+// not paused; holding and lagging cut across the others.
+func InState(p *PartitionStatus, state string) (in, ok bool) {
+	switch state {
+	case "all":
+		return true, true
+	case "live":
+		return !p.Idle && !p.Paused, true
+	case "paused":
+		return !p.Idle && p.Paused, true
+	case "idle":
+		return p.Idle, true
+	case "holding":
+		return p.HoldsWatermark, true
+	case "lagging":
+		return p.LagKnown && p.Lag > 0, true
+	}
+	return false, false
+}
+
+// Selection says which rows a Phases holds: those of the partitions in
+// State, from Offset, out of Matched.
+type Selection struct {
+	State   string `json:"state"`
+	Matched int    `json:"matched"`
+	Offset  int    `json:"offset"`
+}
+
 // Phases is the body of GET /phases: the Status with its partitions
 // summarised (Summary) and the per-partition rows only when asked for
 // (?partitions=all). At 2,048 partitions the rows are most of the body;
@@ -33,6 +78,7 @@ type Phases struct {
 	MaxBufferBytes    int64             `json:"max_buffer_bytes"`
 	PeakBufferedBytes int64             `json:"peak_buffered_bytes"`
 	Summary           *Summary          `json:"summary"`
+	Selection         *Selection        `json:"selection,omitempty"` // set when rows are asked for
 	Partitions        []PartitionStatus `json:"partitions,omitzero"` // nil (left out) unless asked for
 	OpenPhases        []OpenPhaseStatus `json:"open_phases"`
 	Sealed            []SealStatus      `json:"sealed"`
@@ -158,23 +204,32 @@ func Summarize(st *Status, top int) *Summary {
 	return s
 }
 
-// NewPhases shapes st for GET /phases: the summary with top rows, and
-// every partition's row when all is set. It copies no row it leaves out.
-func NewPhases(st *Status, top int, all bool) *Phases {
+// NewPhases shapes st for GET /phases: the summary with q.Top rows, and
+// the rows q asks for (q.Rows one of RowStates, else none). It copies no
+// row it leaves out.
+func NewPhases(st *Status, q Query) *Phases {
 	ph := &Phases{
 		Updated: st.Updated, Joined: st.Joined, Ready: st.Ready,
 		GlobalWatermark: st.GlobalWatermark, GlobalMs: st.GlobalMs, LastSealed: st.LastSealed,
 		SealTimeout: st.SealTimeout, BufferedBytes: st.BufferedBytes, MaxBufferBytes: st.MaxBufferBytes,
-		PeakBufferedBytes: st.PeakBufferedBytes, Summary: Summarize(st, top),
+		PeakBufferedBytes: st.PeakBufferedBytes, Summary: Summarize(st, q.Top),
 		OpenPhases: st.OpenPhases, Sealed: st.Sealed, Dedupe: st.Dedupe,
 	}
-	if all {
-		ph.Partitions = st.Partitions
-		if ph.Partitions == nil {
-			ph.Partitions = []PartitionStatus{} // asked for: an empty list, not a missing one
-		}
-	} else {
+	if _, ok := InState(&PartitionStatus{}, q.Rows); !ok {
 		ph.Summary.FullList = FullListPath
+		return ph
+	}
+	sel := &Selection{State: q.Rows, Offset: max(q.Offset, 0)}
+	ph.Selection, ph.Partitions = sel, []PartitionStatus{} // asked for: an empty list, not a missing one
+	for i := range st.Partitions {
+		p := &st.Partitions[i]
+		if in, _ := InState(p, q.Rows); !in {
+			continue
+		}
+		if sel.Matched >= sel.Offset && (q.Limit <= 0 || len(ph.Partitions) < q.Limit) {
+			ph.Partitions = append(ph.Partitions, *p)
+		}
+		sel.Matched++
 	}
 	return ph
 }

@@ -226,7 +226,11 @@ func TestNewPhases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ph := NewPhases(tt.st, DefaultTop, tt.all)
+			q := Query{Top: DefaultTop}
+			if tt.all {
+				q.Rows = "all"
+			}
+			ph := NewPhases(tt.st, q)
 			got := asMap(ph)
 			parts, ok := got["partitions"]
 			if (tt.wantParts != nil) != ok || !reflect.DeepEqual(parts, tt.wantParts) {
@@ -250,10 +254,73 @@ func TestNewPhases(t *testing.T) {
 	}
 }
 
+// ?partitions=<state> sends the rows of the partitions in that state, in
+// the Status's order; offset and limit cut a page out of them, and the
+// selection says how many matched.
+func TestNewPhasesRows(t *testing.T) {
+	st := &Status{Partitions: []PartitionStatus{
+		part("t", 0, 5, 0), part("t", 1, 5, 3, pausedBy("buffer")), part("t", 2, 4, 9, holding), part("t", 3, 1, 0, idle),
+		part("t", 4, 5, 2), part("t", 5, 5, 0, idle, pausedBy("align")), part("t", 6, 5, 1, pausedBy("buffer")),
+	}}
+	tests := []struct {
+		name    string
+		q       Query
+		want    []string
+		matched int
+	}{
+		{name: "all", q: Query{Rows: "all"}, want: []string{"t/0", "t/1", "t/2", "t/3", "t/4", "t/5", "t/6"}, matched: 7},
+		{name: "live", q: Query{Rows: "live"}, want: []string{"t/0", "t/2", "t/4"}, matched: 3},
+		{name: "paused, not the idle one", q: Query{Rows: "paused"}, want: []string{"t/1", "t/6"}, matched: 2},
+		{name: "idle", q: Query{Rows: "idle"}, want: []string{"t/3", "t/5"}, matched: 2},
+		{name: "holding", q: Query{Rows: "holding"}, want: []string{"t/2"}, matched: 1},
+		{name: "lagging", q: Query{Rows: "lagging"}, want: []string{"t/1", "t/2", "t/4", "t/6"}, matched: 4},
+		{name: "a page", q: Query{Rows: "all", Offset: 2, Limit: 3}, want: []string{"t/2", "t/3", "t/4"}, matched: 7},
+		{name: "the last page, short", q: Query{Rows: "all", Offset: 6, Limit: 3}, want: []string{"t/6"}, matched: 7},
+		{name: "past the end", q: Query{Rows: "lagging", Offset: 9, Limit: 3}, want: []string{}, matched: 4},
+		{name: "offset without limit: the rest", q: Query{Rows: "live", Offset: 1}, want: []string{"t/2", "t/4"}, matched: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ph := NewPhases(st, tt.q)
+			if got := keys(ph.Partitions); !slices.Equal(got, tt.want) {
+				t.Errorf("rows %v, want %v", got, tt.want)
+			}
+			want := Selection{State: tt.q.Rows, Matched: tt.matched, Offset: tt.q.Offset}
+			if ph.Selection == nil || *ph.Selection != want {
+				t.Errorf("selection %+v, want %+v", ph.Selection, want)
+			}
+			if ph.Summary.FullList != "" {
+				t.Errorf("full_list %q with rows sent", ph.Summary.FullList)
+			}
+		})
+	}
+}
+
+// The rows of each state are as many as the summary counts in it, so the
+// live page's pager and the summary agree.
+func TestRowStatesMatchSummary(t *testing.T) {
+	st := benchStatus(2048)
+	sum := Summarize(st, 0)
+	for _, tt := range []struct {
+		state string
+		want  int
+	}{
+		{"all", sum.Partitions}, {"live", sum.Live}, {"paused", sum.Paused}, {"idle", sum.Idle},
+		{"holding", sum.Holding}, {"lagging", sum.WithLag},
+	} {
+		t.Run(tt.state, func(t *testing.T) {
+			if got := NewPhases(st, Query{Rows: tt.state, Limit: 1}).Selection.Matched; got != tt.want || got == 0 {
+				t.Errorf("%d partitions %s, the summary counts %d", got, tt.state, tt.want)
+			}
+		})
+	}
+}
+
 // BenchmarkPhasesBody measures what GET /phases costs to build and encode
 // (indented, as served) and its size: "before" is the Status itself (the
 // body until the summary), "summary" the default body, "all" the body of
-// ?partitions=all.
+// ?partitions=all, "page" that of a page of the live view's full table
+// (?partitions=all&offset=n/2&limit=100).
 func BenchmarkPhasesBody(b *testing.B) {
 	for _, n := range []int{5, 512, 2048} {
 		st := benchStatus(n)
@@ -262,8 +329,9 @@ func BenchmarkPhasesBody(b *testing.B) {
 			body func() any
 		}{
 			{"before", func() any { return st }},
-			{"summary", func() any { return NewPhases(st, DefaultTop, false) }},
-			{"all", func() any { return NewPhases(st, DefaultTop, true) }},
+			{"summary", func() any { return NewPhases(st, Query{Top: DefaultTop}) }},
+			{"all", func() any { return NewPhases(st, Query{Top: DefaultTop, Rows: "all"}) }},
+			{"page", func() any { return NewPhases(st, Query{Top: DefaultTop, Rows: "all", Offset: n / 2, Limit: 100}) }},
 		} {
 			b.Run(fmt.Sprintf("partitions=%d/%s", n, c.name), func(b *testing.B) {
 				var size int

@@ -16,9 +16,9 @@ import (
 // a bad value.
 func TestServePhases(t *testing.T) {
 	st := &proxy.Status{Updated: time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC), Joined: true, GlobalWatermark: 5}
-	for i := range 30 {
+	for i := range 30 { // lag i; every third paused
 		st.Partitions = append(st.Partitions, proxy.PartitionStatus{Topic: "t", Partition: int32(i), Watermark: 6,
-			Lag: int64(i), LagKnown: true})
+			Lag: int64(i), LagKnown: true, Paused: i%3 == 0})
 	}
 	tests := []struct {
 		name       string
@@ -35,8 +35,15 @@ func TestServePhases(t *testing.T) {
 		{name: "more than there are", query: "?top=100", wantCode: 200, wantRows: -1, wantTop: 100, wantLagged: 29},
 		{name: "every row", query: "?partitions=all", wantCode: 200, wantRows: 30, wantTop: 10, wantLagged: 10},
 		{name: "every row and top", query: "?partitions=all&top=1", wantCode: 200, wantRows: 30, wantTop: 1, wantLagged: 1},
+		{name: "a page of the paused", query: "?partitions=paused&offset=0&limit=5", wantCode: 200, wantRows: 5, wantTop: 10, wantLagged: 10},
+		{name: "the lagging from the 20th", query: "?partitions=lagging&offset=20", wantCode: 200, wantRows: 9, wantTop: 10, wantLagged: 10},
 		{name: "bad partitions", query: "?partitions=some", wantCode: 400,
-			wantError: `bad /phases query: partitions="some": want partitions=all for every partition's row, or leave it out for the summary`},
+			wantError: `bad /phases query: partitions="some": want one of all, live, paused, idle, holding, lagging (partitions=all for every partition's row), or leave it out for the summary`},
+		{name: "limit 0", query: "?partitions=all&limit=0", wantCode: 400,
+			wantError: `bad /phases query: limit="0": want how many rows to send, 1 or more (default: every one)`},
+		{name: "negative offset", query: "?partitions=all&offset=-1", wantCode: 400, wantError: `bad /phases query: offset="-1": want how many rows to skip, 0 or more`},
+		{name: "a page of no rows", query: "?limit=5", wantCode: 400,
+			wantError: `bad /phases query: offset and limit page the rows of ?partitions=: add partitions=all (or one of all, live, paused, idle, holding, lagging)`},
 		{name: "negative top", query: "?top=-2", wantCode: 400,
 			wantError: `bad /phases query: top="-2": want a whole number of partitions to list, 0 or more (default 10)`},
 		{name: "top not a number", query: "?top=ten", wantCode: 400, wantError: `bad /phases query: top="ten"`},
