@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,19 +22,23 @@ import (
 var errNotSidecar = errors.New("not a phasegate sidecar")
 
 // runStatus is `sidecar status`: it reads /phases of a running sidecar and
-// prints it as tables. It exits 0 on success, 1 when the sidecar cannot be
+// prints its summary (counts per state, the partitions holding the global
+// watermark, the most lagging), and every partition's row with -all. It exits 0 on success, 1 when the sidecar cannot be
 // reached or answers badly, 2 on bad arguments.
 func runStatus(args []string, environ map[string]string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: sidecar status [-addr host:port] [-sealed n] [-timeout d]")
-		fmt.Fprintln(fs.Output(), "Prints the phase view of a running sidecar (its /phases) as tables.")
+		fmt.Fprintln(fs.Output(), "usage: sidecar status [-addr host:port] [-all] [-top n] [-sealed n] [-timeout d]")
+		fmt.Fprintln(fs.Output(), "Prints the phase view of a running sidecar (its /phases) as tables: the partitions summarised")
+		fmt.Fprintln(fs.Output(), "(counts per state, those holding the global watermark, the most lagging), every one with -all.")
 		fmt.Fprintln(fs.Output(), "Exit status: 0 when printed, 1 when the sidecar cannot be reached, is starting or is not a phasegate sidecar, 2 on bad arguments.")
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "", "the sidecar's HTTP address (default: "+envPrefix+"HTTP_ADDR, else :9464)")
 	sealed := fs.Int("sealed", 10, "how many of the last sealed phases to print")
+	all := fs.Bool("all", false, "also print every partition's row (/phases?partitions=all)")
+	top := fs.Int("top", proxy.DefaultTop, "how many of the partitions holding the watermark and of the most lagging to list")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the sidecar")
 	if wantsHelp(args) {
 		fs.SetOutput(stdout)
@@ -47,6 +52,10 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "status: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if *top < 0 {
+		fmt.Fprintf(stderr, "status: -top=%d: want 0 or more partitions to list\n", *top)
+		return 2
+	}
 	base, err := statusBase(*addr, environ)
 	if err != nil {
 		fmt.Fprintln(stderr, "status:", err)
@@ -54,12 +63,12 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	st, err := fetchStatus(ctx, &http.Client{}, base)
+	st, err := fetchStatus(ctx, &http.Client{}, base, *top, *all)
 	if err != nil {
 		fmt.Fprintln(stderr, "status:", err)
 		return 1
 	}
-	if err := printStatus(stdout, base, st, *sealed); err != nil {
+	if err := printStatus(stdout, base, st, *sealed, *all); err != nil {
 		fmt.Fprintln(stderr, "status:", err)
 		return 1
 	}
@@ -90,12 +99,18 @@ func statusBase(flagAddr string, environ map[string]string) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// fetchStatus GETs base/phases and decodes it. An answer that is not a
-// phase status is described (status, content type), never dumped: the
-// address may be any web server.
-func fetchStatus(ctx context.Context, c *http.Client, base string) (*proxy.Status, error) {
+// fetchStatus GETs base/phases (with ?top=top, and every partition's row
+// when all) and decodes it. An answer that is not a phase status is
+// described (status, content type), never dumped: the address may be any
+// web server. A sidecar that predates the summary sends every row and no
+// summary: the summary is then made here, from the rows.
+func fetchStatus(ctx context.Context, c *http.Client, base string, top int, all bool) (*proxy.Phases, error) {
 	url := base + "/phases"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	query := "?top=" + strconv.Itoa(top)
+	if all {
+		query += "&partitions=all"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+query, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +133,13 @@ func fetchStatus(ctx context.Context, c *http.Client, base string) (*proxy.Statu
 		return nil, fmt.Errorf("%s is %w: GET /phases answered %s (%s); check -addr or %sHTTP_ADDR",
 			base, errNotSidecar, resp.Status, contentKind(ctype), envPrefix)
 	}
-	var st proxy.Status
+	var st proxy.Phases
 	if !strings.HasPrefix(ctype, "application/json") || json.Unmarshal(body, &st) != nil || st.Updated.IsZero() {
 		return nil, fmt.Errorf("%s is %w: GET /phases answered %s with %s, not a phase status; check -addr or %sHTTP_ADDR",
 			base, errNotSidecar, resp.Status, contentKind(ctype), envPrefix)
+	}
+	if st.Summary == nil {
+		st.Summary = proxy.Summarize(&proxy.Status{GlobalWatermark: st.GlobalWatermark, Partitions: st.Partitions}, top)
 	}
 	return &st, nil
 }

@@ -14,13 +14,14 @@ import (
 	"github.com/phasegate/phasegate/proxy"
 )
 
-// printStatus writes st as the terminal's phase view: a summary, then one
-// table each for partitions, open phases and the last sealed phases (newest
-// first, at most sealed of them). Ages are relative to st.Updated, so the
-// output depends on st alone.
-func printStatus(out io.Writer, base string, st *proxy.Status, sealed int) error {
+// printStatus writes st as the terminal's phase view: the process, the
+// partitions summarised (counts, holders of the global watermark, the most
+// lagging), every partition's row when all is set, then open phases and the
+// last sealed phases (newest first, at most sealed of them). Ages are
+// relative to st.Updated, so the output depends on st alone.
+func printStatus(out io.Writer, base string, st *proxy.Phases, sealed int, all bool) error {
 	var b bytes.Buffer
-	if err := writeStatus(&b, base, st, sealed); err != nil {
+	if err := writeStatus(&b, base, st, sealed, all); err != nil {
 		return err
 	}
 	// tabwriter pads the last cell of a row too; drop that padding.
@@ -32,7 +33,7 @@ func printStatus(out io.Writer, base string, st *proxy.Status, sealed int) error
 	return nil
 }
 
-func writeStatus(w io.Writer, base string, st *proxy.Status, sealed int) error {
+func writeStatus(w io.Writer, base string, st *proxy.Phases, sealed int, all bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "phasegate at %s, as of %s\n", base, fmtStamp(st.Updated))
 	fmt.Fprintf(tw, "in group:\t%s, ready: %s\n", yesNo(st.Joined), yesNo(st.Ready))
@@ -47,33 +48,12 @@ func writeStatus(w io.Writer, base string, st *proxy.Status, sealed int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-
-	fmt.Fprintf(w, "\nPARTITIONS (%d)\n", len(st.Partitions))
-	if len(st.Partitions) == 0 {
-		fmt.Fprintln(w, "  none assigned")
-	} else {
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tWATERMARK\tAHEAD\tLAG\tIDLE\tPAUSED\tBUFFERED\t")
-		for _, p := range st.Partitions {
-			lag := "?"
-			if p.LagKnown {
-				lag = strconv.FormatInt(p.Lag, 10)
-			}
-			paused := "no"
-			switch {
-			case p.Paused:
-				paused = "yes: " + orDash(strings.Join(p.PauseReasons, ","))
-			case len(p.PauseReasons) > 0:
-				paused = "deferred: " + strings.Join(p.PauseReasons, ",")
-			}
-			note := ""
-			if p.HoldsWatermark {
-				note = "<- slowest: holds the global watermark back"
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d rec, %s\t%s\n", p.Topic, p.Partition, p.Watermark,
-				fmtLead(p, st), lag, yesNo(p.Idle), paused, p.BufferedRecords, fmtBytes(p.BufferedBytes), note)
-		}
-		if err := tw.Flush(); err != nil {
+	if err := writeSummary(w, st, all); err != nil {
+		return err
+	}
+	if all {
+		fmt.Fprintf(w, "\nALL PARTITIONS (%d)\n", len(st.Partitions))
+		if err := writeRows(w, st, st.Partitions, true); err != nil {
 			return err
 		}
 	}
@@ -113,7 +93,7 @@ func partKey(p proxy.PartitionStatus) string { return p.Topic + "/" + strconv.It
 
 // fmtLead is how far p's watermark is ahead of the global one: in event
 // time when both have a time watermark, else in phases.
-func fmtLead(p proxy.PartitionStatus, st *proxy.Status) string {
+func fmtLead(p proxy.PartitionStatus, st *proxy.Phases) string {
 	if p.WatermarkMs > 0 && st.GlobalMs > 0 {
 		d := time.Duration(p.WatermarkMs-st.GlobalMs) * time.Millisecond
 		if d > 0 {

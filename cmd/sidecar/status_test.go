@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,54 @@ func fixedStatus() *proxy.Status {
 			{Phase: 101, SealedBy: "markers", Records: 7, PerTopic: map[string]int{"orders": 7}, Duration: 0.25, Straggler: "orders/1",
 				Sealed: updated.Add(-time.Second)},
 		},
+	}
+}
+
+// manyStatus is a mid-run pipeline with n partitions over fork-a and
+// fork-b (n/2 each; partition i of the n is fork-a/i or fork-b/i-n/2). The
+// rules, in order: i mod 200 = 7 holds the global watermark (phase 1001)
+// with lag 5000+i; i mod 28 = 0 is idle (phase 990, no lag); i mod 5 = 0 is
+// paused by the buffer; every other is live. All but the holders are at
+// phase 1002 with lag i mod 700. At 2,048: 11 holding, 74 idle, 395 paused,
+// 1,579 live (the 11 holders among them).
+func manyStatus(n int) *proxy.Status {
+	updated := time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC)
+	last := uint64(1000)
+	st := &proxy.Status{Updated: updated, Joined: true, Ready: true, GlobalWatermark: 1001, GlobalMs: updated.Add(-2 * time.Second).UnixMilli(),
+		LastSealed: &last, SealTimeout: "5s", BufferedBytes: 136 << 20, MaxBufferBytes: 256 << 20, PeakBufferedBytes: 140 << 20}
+	for i := range n {
+		p := proxy.PartitionStatus{Topic: "fork-a", Partition: int32(i), Watermark: 1002, WatermarkMs: updated.Add(-time.Second).UnixMilli(),
+			Lag: int64(i % 700), LagKnown: true, BufferedRecords: 100, BufferedBytes: 100 * 128, Position: int64(5000 + i)}
+		if i >= n/2 {
+			p.Topic, p.Partition = "fork-b", int32(i-n/2)
+		}
+		switch {
+		case i%200 == 7:
+			p.Watermark, p.WatermarkMs, p.HoldsWatermark, p.Lag = 1001, st.GlobalMs, true, int64(5000+i)
+		case i%28 == 0:
+			p.Idle, p.Watermark, p.WatermarkMs, p.Lag, p.BufferedRecords, p.BufferedBytes = true, 990, updated.Add(-time.Minute).UnixMilli(), 0, 0, 0
+		case i%5 == 0:
+			p.Paused, p.PauseReasons = true, []string{"buffer"}
+		}
+		st.Partitions = append(st.Partitions, p)
+	}
+	st.OpenPhases = []proxy.OpenPhaseStatus{{Phase: 1001, Records: 5000, Bytes: 640000, Opened: updated.Add(-1500 * time.Millisecond)}}
+	st.Sealed = []proxy.SealStatus{{Phase: 1000, SealedBy: "watermark", Records: 20000, PerTopic: map[string]int{"fork-a": 10000, "fork-b": 10000},
+		Duration: 1.1, CV: 0.3, Straggler: "fork-a/7", Sealed: updated.Add(-time.Second)}}
+	return st
+}
+
+// servePhases answers /phases from st as the sidecar does (app.ServePhases)
+// and records each request's query.
+func servePhases(st *proxy.Status, queries *[]string) http.HandlerFunc {
+	var mu sync.Mutex
+	return func(w http.ResponseWriter, r *http.Request) {
+		if queries != nil {
+			mu.Lock()
+			*queries = append(*queries, r.URL.RawQuery)
+			mu.Unlock()
+		}
+		app.ServePhases(w, r, st)
 	}
 }
 
@@ -86,7 +135,10 @@ func serveJSON(v any) http.HandlerFunc {
 }
 
 func TestRunStatus(t *testing.T) {
-	good := phasesServer(t, serveJSON(fixedStatus()))
+	var queries []string
+	good := phasesServer(t, servePhases(fixedStatus(), &queries))
+	many := phasesServer(t, servePhases(manyStatus(2048), nil))
+	legacy := phasesServer(t, serveJSON(fixedStatus())) // a sidecar from before the summary
 	down := httptest.NewServer(http.NotFoundHandler())
 	downAddr := strings.TrimPrefix(down.URL, "http://")
 	down.Close()
@@ -97,12 +149,13 @@ func TestRunStatus(t *testing.T) {
 		env        map[string]string
 		addr       string // server to use instead of good
 		wantCode   int
+		wantQuery  string   // of the request to /phases, when set
 		wantLines  []string // whole lines of stdout, blanks collapsed
 		noLines    []string
 		wantStderr string
 	}{
 		{
-			name: "every section from -addr", args: []string{"-addr", good}, wantCode: 0,
+			name: "every section from -addr: the partitions summarised", args: []string{"-addr", good}, wantCode: 0, wantQuery: "top=10",
 			wantLines: []string{
 				"phasegate at http://" + good + ", as of 2025-12-02T11:00:10.000Z",
 				"in group: yes, ready: yes",
@@ -110,12 +163,18 @@ func TestRunStatus(t *testing.T) {
 				"last sealed: phase 101",
 				"buffered: 3.0 KiB of 64.0 MiB (peak 5.0 MiB)",
 				"seal timeout: 5s",
-				"PARTITIONS (4)",
+				"PARTITIONS (4): 2 live, 1 paused (buffer 1), 1 idle",
+				"at the global watermark: 1 (1 holding it back)",
+				"consumer lag: 12 records on 1 partition",
+				"TOPIC PARTITIONS LIVE PAUSED IDLE LAG",
+				"orders 2 1 1 0 12",
+				"payments 2 1 0 1 0",
+				"HOLDING THE GLOBAL WATERMARK BACK (1 of 1)",
 				"TOPIC PARTITION WATERMARK AHEAD LAG IDLE PAUSED BUFFERED",
-				"orders 0 103 +400ms 0 no no 40 rec, 2.0 KiB",
+				"payments 0 102 0s 0 no no 0 rec, 0 B",
+				"MOST LAGGING (1 of 1 with lag)",
 				"orders 1 104 +900ms 12 no yes: buffer 9 rec, 1.0 KiB",
-				"payments 0 102 0s 0 no no 0 rec, 0 B <- slowest: holds the global watermark back",
-				"payments 1 90 -59s 0 yes no 0 rec, 0 B",
+				"every partition: sidecar status -all (GET /phases?partitions=all)",
 				"OPEN PHASES (1)",
 				"102 49 3.0 KiB 1.5s",
 				"LAST SEALED PHASES (3 of 3 kept, newest first)",
@@ -124,7 +183,46 @@ func TestRunStatus(t *testing.T) {
 				"100 watermark 12 orders=8 payments=4 500ms 0.70 payments/0 2025-12-02T11:00:08.000Z",
 				"99 idle 5 orders=5 2s 0.00 payments/1 2025-12-02T11:00:07.000Z",
 			},
+			noLines: []string{"orders 0 103 +400ms 0 no no 40 rec, 2.0 KiB", "payments 1 90 -59s 0 yes no 0 rec, 0 B"},
 		},
+		{
+			name: "-all adds every partition's row", args: []string{"-addr", good, "-all"}, wantCode: 0, wantQuery: "top=10&partitions=all",
+			wantLines: []string{
+				"PARTITIONS (4): 2 live, 1 paused (buffer 1), 1 idle",
+				"ALL PARTITIONS (4)",
+				"orders 0 103 +400ms 0 no no 40 rec, 2.0 KiB",
+				"orders 1 104 +900ms 12 no yes: buffer 9 rec, 1.0 KiB",
+				"payments 0 102 0s 0 no no 0 rec, 0 B <- slowest: holds the global watermark back",
+				"payments 1 90 -59s 0 yes no 0 rec, 0 B",
+			},
+			noLines: []string{"every partition: sidecar status -all (GET /phases?partitions=all)"},
+		},
+		{
+			name: "2,048 partitions: counts, the first 10 holders and the 10 most lagging", args: []string{"-addr", many}, wantCode: 0,
+			wantLines: []string{
+				"PARTITIONS (2048): 1579 live, 395 paused (buffer 395), 74 idle",
+				"at the global watermark: 11 (11 holding it back)",
+				"consumer lag: 737100 records on 1974 partitions",
+				"fork-a 1024 790 197 37 318128",
+				"fork-b 1024 789 198 37 418972",
+				"HOLDING THE GLOBAL WATERMARK BACK (10 of 11; -top n lists more)",
+				"fork-b 983 1001 0s 7007 no no 100 rec, 12.5 KiB",
+				"MOST LAGGING (10 of 1974 with lag; -top n lists more)",
+				"fork-b 983 1001 0s 7007 no no 100 rec, 12.5 KiB",
+			},
+			noLines: []string{"ALL PARTITIONS (2048)", "fork-a 7 1001 0s 5007 no no 100 rec, 12.5 KiB"},
+		},
+		{
+			name: "-top 20 lists every holder", args: []string{"-addr", many, "-top", "20"}, wantCode: 0,
+			wantLines: []string{"HOLDING THE GLOBAL WATERMARK BACK (11 of 11)", "fork-a 7 1001 0s 5007 no no 100 rec, 12.5 KiB",
+				"MOST LAGGING (20 of 1974 with lag; -top n lists more)"},
+		},
+		{
+			name: "a sidecar from before the summary: summarised here", args: []string{"-addr", legacy}, wantCode: 0,
+			wantLines: []string{"PARTITIONS (4): 2 live, 1 paused (buffer 1), 1 idle", "HOLDING THE GLOBAL WATERMARK BACK (1 of 1)",
+				"payments 0 102 0s 0 no no 0 rec, 0 B", "MOST LAGGING (1 of 1 with lag)"},
+		},
+		{name: "negative -top", args: []string{"-addr", good, "-top", "-1"}, wantCode: 2, wantStderr: "status: -top=-1: want 0 or more partitions to list\n"},
 		{
 			name: "address from the environment, wildcard host", env: map[string]string{"PHASEGATE_HTTP_ADDR": ":" + strings.Split(good, ":")[1]},
 			wantCode: 0, wantLines: []string{"phasegate at http://127.0.0.1:" + strings.Split(good, ":")[1] + ", as of 2025-12-02T11:00:10.000Z"},
@@ -165,8 +263,8 @@ func TestRunStatus(t *testing.T) {
 				http.Error(w, app.StartingPrefix+"the cluster metadata from kafka:9092", http.StatusServiceUnavailable)
 			}), wantCode: 1, wantStderr: " is starting, waiting for the cluster metadata from kafka:9092\n",
 		},
-		{name: "-help", args: []string{"-help"}, wantCode: 0, wantLines: []string{"usage: sidecar status [-addr host:port] [-sealed n] [-timeout d]"}},
-		{name: "--help", args: []string{"--help"}, wantCode: 0, wantLines: []string{"Prints the phase view of a running sidecar (its /phases) as tables."}},
+		{name: "-help", args: []string{"-help"}, wantCode: 0, wantLines: []string{"usage: sidecar status [-addr host:port] [-all] [-top n] [-sealed n] [-timeout d]"}},
+		{name: "--help", args: []string{"--help"}, wantCode: 0, wantLines: []string{"Prints the phase view of a running sidecar (its /phases) as tables: the partitions summarised"}},
 		{name: "bad address", args: []string{"-addr", "nonsense"}, wantCode: 2, wantStderr: `-addr="nonsense": want host:port`},
 		{name: "stray argument", args: []string{"-addr", good, "extra"}, wantCode: 2, wantStderr: `unexpected argument "extra"`},
 	}
@@ -176,10 +274,14 @@ func TestRunStatus(t *testing.T) {
 			if tt.addr != "" {
 				args = append([]string{"-addr", tt.addr}, args...)
 			}
+			queries = nil
 			var stdout, stderr bytes.Buffer
 			code := run(append([]string{"status"}, args...), tt.env, &stdout, &stderr)
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			if tt.wantQuery != "" && !slices.Equal(queries, []string{tt.wantQuery}) {
+				t.Errorf("asked /phases?%q, want ?%s", queries, tt.wantQuery)
 			}
 			got := lines(stdout.String())
 			for _, want := range tt.wantLines {

@@ -27,11 +27,18 @@ func liveViewServer(t *testing.T, phases http.Handler) string {
 	return srv.URL + "/"
 }
 
-// partitionRows are the rows of the partition tables, by "topic/partition".
+// partitionRows are the rows of the full partition table, by
+// "topic/partition".
 func partitionRows(t *testing.T, dom string) map[string]element {
+	return listRows(t, dom, "all")
+}
+
+// listRows are the partition rows of one table of the page (data-list:
+// holders, lagging or all), by "topic/partition".
+func listRows(t *testing.T, dom, list string) map[string]element {
 	t.Helper()
 	rows := map[string]element{}
-	for _, e := range elements(dom, "tr") {
+	for _, e := range byAttr(elements(dom, "tr"), "data-list", list) {
 		if k, ok := e.attrs["data-key"]; ok {
 			if _, dup := rows[k]; dup {
 				t.Errorf("partition %s shown twice", k)
@@ -66,7 +73,7 @@ func TestLiveViewRendersPhases(t *testing.T) {
 		check  func(t *testing.T, dom string)
 	}{
 		{
-			name: "slowest, idle and paused partitions are marked", phases: serveJSON(fixedStatus()),
+			name: "slowest, idle and paused partitions are marked", phases: servePhases(fixedStatus(), nil),
 			check: func(t *testing.T, dom string) {
 				rows := partitionRows(t, dom)
 				if got := slices.Sorted(maps.Keys(rows)); !slices.Equal(got, []string{"orders/0", "orders/1", "payments/0", "payments/1"}) {
@@ -101,6 +108,17 @@ func TestLiveViewRendersPhases(t *testing.T) {
 				if s := sealedRows(dom); len(s) > 1 && !strings.Contains(s[1].text, "orders 8 · payments 4") {
 					t.Errorf("phase 100 should show its records per topic: %q", s[1].text)
 				}
+				for id, want := range map[string]string{"c-live": "2", "c-paused": "1 buffer 1", "c-idle": "1", "c-holding": "1", "c-at": "1",
+					"c-lag": "12 on 1 partition"} {
+					if got := byID(t, dom, "dd", id).text; got != want {
+						t.Errorf("count %s says %q, want %q", id, got, want)
+					}
+				}
+				for list, want := range map[string]string{"holders": "payments/0", "lagging": "orders/1"} {
+					if got := slices.Collect(maps.Keys(listRows(t, dom, list))); !slices.Equal(got, []string{want}) {
+						t.Errorf("%s rows %v, want %s", list, got, want)
+					}
+				}
 				if g := byID(t, dom, "dd", "global").text; !strings.HasPrefix(g, "102") {
 					t.Errorf("global watermark card says %q", g)
 				}
@@ -110,7 +128,20 @@ func TestLiveViewRendersPhases(t *testing.T) {
 			},
 		},
 		{
-			name: "topic names are shown as text, never run as markup", phases: serveJSON(evil),
+			name: "a sidecar from before the summary: the page counts the rows", phases: serveJSON(fixedStatus()),
+			check: func(t *testing.T, dom string) {
+				for id, want := range map[string]string{"c-live": "2", "c-paused": "1 buffer 1", "c-idle": "1", "c-holding": "1"} {
+					if got := byID(t, dom, "dd", id).text; got != want {
+						t.Errorf("count %s says %q, want %q", id, got, want)
+					}
+				}
+				if rows := partitionRows(t, dom); len(rows) != 4 {
+					t.Errorf("%d rows in the full table, want 4", len(rows))
+				}
+			},
+		},
+		{
+			name: "topic names are shown as text, never run as markup", phases: servePhases(evil, nil),
 			check: func(t *testing.T, dom string) {
 				if len(elements(dom, "img")) > 0 || strings.Contains(dom, "<img") {
 					t.Error("a topic name became an <img> element")
@@ -121,7 +152,7 @@ func TestLiveViewRendersPhases(t *testing.T) {
 			},
 		},
 		{
-			name: "before joining the group", phases: serveJSON(empty),
+			name: "before joining the group", phases: servePhases(empty, nil),
 			check: func(t *testing.T, dom string) {
 				for _, want := range []string{"Not in the consumer group yet.", "No open phase.", "No phase sealed yet."} {
 					if !strings.Contains(dom, want) {

@@ -85,18 +85,34 @@ func TestLiveViewOfRunningSidecar(t *testing.T) {
 	}
 }
 
-// `sidecar status` against a running sidecar prints the lagging partition
-// as the slowest and the phases it sealed.
+// `sidecar status -all` against a running sidecar prints the lagging
+// partition as the one holding the watermark back, in the summary and in
+// the full table, and the phases it sealed.
 func TestStatusOfRunningSidecar(t *testing.T) {
 	_, url, lastSealed := startSlowSidecar(t)
 	var stdout, stderr bytes.Buffer
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
-	if code := run([]string{"status", "-addr", addr}, nil, &stdout, &stderr); code != 0 {
+	if code := run([]string{"status", "-addr", addr, "-all"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("status exited %d: %s", code, stderr.String())
 	}
 	ls := lines(stdout.String())
-	parts, sealedAt := 0, -1
-	for i, l := range ls {
+	section := map[string][]string{} // heading (up to " (") -> its lines
+	var heading string
+	for _, l := range ls {
+		if h, _, ok := strings.Cut(l, " ("); ok && h == strings.ToUpper(h) && h != "" {
+			heading = h
+			continue
+		}
+		section[heading] = append(section[heading], l)
+	}
+	if !slices.ContainsFunc(ls, func(l string) bool { return strings.HasPrefix(l, "PARTITIONS (4): ") }) {
+		t.Errorf("no summary line for 4 partitions:\n%s", stdout.String())
+	}
+	if h := section["HOLDING THE GLOBAL WATERMARK BACK"]; len(h) < 2 || !strings.HasPrefix(h[1], liveSlow+" 1 ") {
+		t.Errorf("holders %q: want %s 1 alone", h, liveSlow)
+	}
+	parts := 0
+	for _, l := range section["ALL PARTITIONS"] {
 		f := strings.Fields(l)
 		if len(f) > 1 && (f[0] == liveFast || f[0] == liveSlow) {
 			parts++
@@ -105,19 +121,17 @@ func TestStatusOfRunningSidecar(t *testing.T) {
 				t.Errorf("partition line %q: want only %s 1 marked slowest", l, liveSlow)
 			}
 		}
-		if strings.HasPrefix(l, "PHASE SEALED BY") {
-			sealedAt = i
-		}
 	}
 	if parts != 4 {
-		t.Errorf("%d partition lines, want 4:\n%s", parts, stdout.String())
+		t.Errorf("%d partition lines in ALL PARTITIONS, want 4:\n%s", parts, stdout.String())
 	}
-	if sealedAt < 0 || sealedAt+1 >= len(ls) {
+	sealed := section["LAST SEALED PHASES"]
+	if len(sealed) < 2 || !strings.HasPrefix(sealed[0], "PHASE SEALED BY") {
 		t.Fatalf("no sealed phase printed:\n%s", stdout.String())
 	}
-	f := strings.Fields(ls[sealedAt+1])
+	f := strings.Fields(sealed[1])
 	if newest, err := strconv.ParseUint(f[0], 10, 64); err != nil || newest < lastSealed || len(f) < 2 || f[1] != "watermark" {
-		t.Errorf("newest sealed phase line %q: want phase >= %d sealed by watermark", ls[sealedAt+1], lastSealed)
+		t.Errorf("newest sealed phase line %q: want phase >= %d sealed by watermark", sealed[1], lastSealed)
 	}
 }
 

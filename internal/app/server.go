@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,16 +118,13 @@ func (s *Server) Handler(opts Options) http.Handler {
 			fmt.Fprintln(w, "ready")
 		}
 	})
-	mux.HandleFunc("GET /phases", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /phases", func(w http.ResponseWriter, r *http.Request) {
 		p := s.pipe.Load()
 		if p == nil {
 			http.Error(w, StartingPrefix+s.stepName(), http.StatusServiceUnavailable)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(p.Status())
+		ServePhases(w, r, p.Status())
 	})
 	if opts.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
