@@ -137,21 +137,13 @@ type status struct {
 		Phase    uint64 `json:"phase"`
 		SealedBy string `json:"sealed_by"`
 	} `json:"sealed"`
-	Tasks []struct {
-		Mine bool `json:"mine"`
-	} `json:"tasks"`
+	Fleet struct {
+		Owned []int32 `json:"owned"`
+	} `json:"fleet"`
 }
 
 // owned is how many tasks the instance owns.
-func (st *status) owned() int {
-	n := 0
-	for _, ts := range st.Tasks {
-		if ts.Mine {
-			n++
-		}
-	}
-	return n
-}
+func (st *status) owned() int { return len(st.Fleet.Owned) }
 
 // phases asks the instance's /phases.
 func (in *instance) phases(ctx context.Context) (*status, error) {

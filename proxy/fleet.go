@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -257,4 +258,37 @@ func (p *Pipeline) fleetStatus(g *generation) []TaskStatus {
 		out[i].Mine = g != nil && slices.Contains(g.tasks, tasks.ID(s.Task))
 	}
 	return out
+}
+
+// FleetSummary is the fleet's tasks in /phases: how many, which are this
+// instance's, how many each instance owns, and the live tasks with the
+// lowest watermark (those holding the global watermark back).
+type FleetSummary struct {
+	Tasks      int            `json:"tasks"`
+	Owned      []int32        `json:"owned"`
+	PerOwner   map[string]int `json:"tasks_per_owner"`
+	Unreported int            `json:"unreported"`
+	Lowest     []TaskStatus   `json:"lowest"`
+}
+
+// summarizeFleet summarises tasks, listing at most top of the lowest.
+func summarizeFleet(tasks []TaskStatus, top int) FleetSummary {
+	f := FleetSummary{Tasks: len(tasks), Owned: []int32{}, PerOwner: map[string]int{}, Lowest: []TaskStatus{}}
+	var live []TaskStatus
+	for _, t := range tasks {
+		if t.Mine {
+			f.Owned = append(f.Owned, t.Task)
+		}
+		if !t.Reported {
+			f.Unreported++
+			continue
+		}
+		f.PerOwner[t.Owner]++
+		if !t.Idle {
+			live = append(live, t)
+		}
+	}
+	slices.SortStableFunc(live, func(a, b TaskStatus) int { return cmp.Compare(a.Low, b.Low) })
+	f.Lowest = append(f.Lowest, live[:min(top, len(live))]...)
+	return f
 }

@@ -83,6 +83,11 @@ type Phases struct {
 	OpenPhases        []OpenPhaseStatus `json:"open_phases"`
 	Sealed            []SealStatus      `json:"sealed"`
 	Dedupe            *dedupe.Stats     `json:"dedupe,omitempty"`
+	// Instance is this instance's transactional ID; Fleet its view of every
+	// task, summarised; Tasks every task's row, sent with the partitions'.
+	Instance string       `json:"instance"`
+	Fleet    FleetSummary `json:"fleet"`
+	Tasks    []TaskStatus `json:"tasks,omitzero"`
 }
 
 // Summary is the partitions of a Status in counts and a few rows. Every
@@ -214,11 +219,13 @@ func NewPhases(st *Status, q Query) *Phases {
 		SealTimeout: st.SealTimeout, BufferedBytes: st.BufferedBytes, MaxBufferBytes: st.MaxBufferBytes,
 		PeakBufferedBytes: st.PeakBufferedBytes, Summary: Summarize(st, q.Top),
 		OpenPhases: st.OpenPhases, Sealed: st.Sealed, Dedupe: st.Dedupe,
+		Instance: st.Instance, Fleet: summarizeFleet(st.Tasks, q.Top),
 	}
 	if _, ok := InState(&PartitionStatus{}, q.Rows); !ok {
 		ph.Summary.FullList = FullListPath
 		return ph
 	}
+	ph.Tasks = st.Tasks
 	sel := &Selection{State: q.Rows, Offset: max(q.Offset, 0)}
 	ph.Selection, ph.Partitions = sel, []PartitionStatus{} // asked for: an empty list, not a missing one
 	if q.Rows == "all" && sel.Offset == 0 && q.Limit <= 0 && st.Partitions != nil {

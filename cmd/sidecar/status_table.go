@@ -51,6 +51,9 @@ func writeStatus(w io.Writer, base string, st *proxy.Phases, sealed int, all boo
 	if err := writeSummary(w, st, all); err != nil {
 		return err
 	}
+	if err := writeFleet(w, st, all); err != nil {
+		return err
+	}
 	if all {
 		fmt.Fprintf(w, "\nALL PARTITIONS (%d)\n", len(st.Partitions))
 		if err := writeRows(w, st, st.Partitions, true); err != nil {
