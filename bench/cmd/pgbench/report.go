@@ -35,10 +35,14 @@ func render(s *suiteResult) string {
 		renderSize(&b, c, sr)
 	}
 	renderRatios(&b, c, s)
+	renderStreamsRatios(&b, c, s)
 	renderLatency(&b, c, s)
+	renderProduceVisible(&b, c, s)
 	renderSkew(&b, s)
+	renderPartitions(&b, c, s)
 	renderTargets(&b, c, s)
 	b.WriteString(method)
+	b.WriteString(streamsMethod(c))
 	return b.String()
 }
 
@@ -102,6 +106,7 @@ func renderSize(b *strings.Builder, c config, sr *sizeRun) {
 			relayRow(b, fmt.Sprintf("phasegate %s (BENCH_COMPARE), %s", c.CompareLabel, L), sr.RelaysB[i])
 		}
 	}
+	streamsRows(b, sr)
 	for _, e := range sr.Errors {
 		fmt.Fprintf(b, "\nError: %s\n", e)
 	}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// streamsRows adds the Kafka Streams pass-through's rows to a size table.
+func streamsRows(b *strings.Builder, sr *sizeRun) {
+	for _, s := range sr.Streams {
+		name := fmt.Sprintf("peer: Kafka Streams pass-through (exactly_once_v2, commit.interval.ms 100), %d %s", s.Threads, plural(s.Threads, "thread"))
+		streamsRow(b, name, s)
+	}
+}
+
+func streamsRow(b *strings.Builder, name string, s *streamsResult) {
+	if s.Err != nil {
+		fmt.Fprintf(b, "| %s | failed | | | | | | | %s |\n", name, oneLine(s.Err))
+		return
+	}
+	note := fmt.Sprintf("state RUNNING after %s s; steady %s records/s; %s records read back with read_committed (the input's %s offsets, trailers included)",
+		optS(s.RunningS), thousands(s.Steady), thousands(float64(s.Out)), thousands(float64(s.InOffsets)))
+	note += runsNote(s.Runs)
+	if s.Check != nil {
+		fmt.Fprintf(b, "| %s | not verified | | %.1f | | | | | %s; %s |\n", name, s.Seconds, note, oneLine(s.Check))
+		return
+	}
+	rate := s.rate()
+	fmt.Fprintf(b, "| %s | %s | %.1f | %.1f | %s | %.1f | %s | %.1f | %s; output counted |\n", name, thousands(rate),
+		rate*float64(s.Size)/1e6, s.Seconds, optS(s.FirstS), s.CPU/float64(s.Records)*1e6, mib(s.HWM), s.BrokerCPU, note)
+}
+
+// renderStreamsRatios is phasegate ÷ Kafka Streams per size, phase length
+// and thread count: records/s, and CPU s per record (lower is better, so
+// Streams ÷ phasegate).
+func renderStreamsRatios(b *strings.Builder, c config, s *suiteResult) {
+	if !c.step("streams") {
+		return
+	}
+	b.WriteString("## phasegate ÷ Kafka Streams pass-through (same broker, same input)\n\n")
+	b.WriteString("| size | phase | Streams threads | records/s: phasegate ÷ Streams | CPU per record: Streams ÷ phasegate | peak RSS: phasegate ÷ Streams |\n|---|---|--:|--:|--:|--:|\n")
+	for _, sr := range s.Sizes {
+		for i, L := range c.Phases {
+			if i >= len(sr.Relays) || sr.Relays[i] == nil {
+				continue
+			}
+			pg := sr.Relays[i]
+			for _, st := range sr.Streams {
+				var cpu, rss string = "-", "-"
+				if pg.ok() && st.ok() && pg.CPU > 0 {
+					cpu = fmt.Sprintf("%.2f", (st.CPU/float64(st.Records))/(pg.CPU/float64(pg.Records)))
+				}
+				if pg.ok() && st.ok() && st.HWM > 0 {
+					rss = fmt.Sprintf("%.2f", float64(pg.HWM)/float64(st.HWM))
+				}
+				fmt.Fprintf(b, "| %d B | %s | %d | %s | %s | %s |\n", sr.Size, L, st.Threads, ratio(pg.rate(), st.rate()), cpu, rss)
+			}
+		}
+	}
+	b.WriteString("\n")
+}
+
+// renderProduceVisible is produce → visible to read_committed of data
+// records for phasegate's paced runs and the Streams paced runs.
+func renderProduceVisible(b *strings.Builder, c config, s *suiteResult) {
+	if !c.step("paced") {
+		return
+	}
+	var rows []*latencyResult
+	for _, sr := range s.Sizes {
+		for _, p := range sr.Paced {
+			if p != nil && p.Data != nil {
+				rows = append(rows, p.Data)
+			}
+		}
+		rows = append(rows, sr.StrPaced...)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Produce → visible to read_committed (data records), each paced at %.0f %% of its own relay rate for %s\n\n", c.PacedShare*100, c.PacedFor)
+	b.WriteString("| size | run | paced at records/s | achieved | records timed | p50 ms | p99 ms | max ms |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, p := range rows {
+		if p.Err != nil {
+			fmt.Fprintf(b, "| %d B | %s | %s | failed | | | | %s |\n", p.Size, p.Who, thousands(p.TargetRate), oneLine(p.Err))
+			continue
+		}
+		fmt.Fprintf(b, "| %d B | %s | %s | %s | %s | %.0f | %.0f | %.0f |\n", p.Size, p.Who, thousands(p.TargetRate), thousands(p.Achieved),
+			thousands(float64(p.Samples)), p.P50, p.P99, p.Max)
+	}
+	b.WriteString("\nReceive time at a read_committed consumer (fetch max wait 100 ms) minus the record's timestamp, which the paced producer sets when it writes it and both phasegate and Kafka Streams keep; the first second is warm-up. phasegate's records wait for their phase to end, PHASEGATE_MAX_OUT_OF_ORDERNESS and the commit; Streams' for its commit interval (100 ms) and the commit.\n\n")
+}
+
+// renderPartitions is the partitions step's table (issue 15's rows).
+func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
+	if len(s.Partitions) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Input partitions: %d B records keyed over %d values, stamped %s in the past, phase %s, PHASEGATE_IDLE_TIMEOUT=%s; Kafka Streams with %d %s\n\n",
+		c.PartitionsSize, c.PartitionsKeys, c.PartitionsAge, c.PartitionsPhase, c.PartitionsIdle, c.PartitionsStreams, plural(c.PartitionsStreams, "thread"))
+	b.WriteString("| input partitions (fork A + B) | output partitions | records | empty input partitions | run | records/s incl. start-up | steady records/s | first output s | CPU s / M records | peak RSS MiB | longest starvation of a watermark holder with lag, s | notes |\n")
+	b.WriteString("|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, p := range s.Partitions {
+		lead := fmt.Sprintf("| %d (%d + %d) | %d | %s | %d", p.Total, p.Forks[0], p.Forks[1], p.OutParts, thousands(float64(p.Records)), p.Empty)
+		if p.Err != nil {
+			fmt.Fprintf(b, "%s | - | failed | | | | | | | %s |\n", lead, oneLine(p.Err))
+			continue
+		}
+		if r := p.Relay; r != nil {
+			switch {
+			case r.Err != nil:
+				fmt.Fprintf(b, "%s | phasegate | failed | | | | | | %s |\n", lead, oneLine(r.Err))
+			case r.Check != nil:
+				fmt.Fprintf(b, "%s | phasegate | not verified | | | | | | %s |\n", lead, oneLine(r.Check))
+			default:
+				st, note := "-", ""
+				if r.Starve != nil {
+					if r.Starve.Note != "" {
+						note = r.Starve.Note
+					} else {
+						st = fmt.Sprintf("%.1f", r.Starve.MaxS)
+						note = fmt.Sprintf("%s; %d /phases snapshots, up to %d holders with lag at once", orDash(r.Starve.Who), r.Starve.Samples, r.Starve.MaxHolder)
+					}
+				}
+				fmt.Fprintf(b, "%s | phasegate | %s | %s | %s | %.1f | %s | %s | %s; %d phases; output verified |\n", lead, thousands(r.rate()), thousands(r.Steady),
+					optS(r.FirstS), r.CPU/float64(r.Records)*1e6, mib(r.HWM), st, note, r.Phases)
+			}
+		}
+		if s := p.Streams; s != nil {
+			switch {
+			case s.Err != nil:
+				fmt.Fprintf(b, "%s | Kafka Streams | failed | | | | | | %s |\n", lead, oneLine(s.Err))
+			case s.Check != nil:
+				fmt.Fprintf(b, "%s | Kafka Streams | not verified | | | | | | %s |\n", lead, oneLine(s.Check))
+			default:
+				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), thousands(s.Steady),
+					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
+			}
+		}
+	}
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last (phasegate: phasegate_records_out_total polled at 10 Hz; Streams: its group's committed offsets, which commit in the same transaction as its output, polled at 10 Hz). First output: exec → that first commit. Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
+	renderPartitionRatios(b, s)
+}
+
+func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
+	var base float64
+	if len(s.Partitions) > 0 && s.Partitions[0].Relay.ok() {
+		base = s.Partitions[0].Relay.Steady
+	}
+	b.WriteString("| input partitions | phasegate steady ÷ its first row's steady | steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |\n|--:|--:|--:|--:|--:|\n")
+	for _, p := range s.Partitions {
+		if p.Relay == nil || p.Streams == nil {
+			continue
+		}
+		var pgSteady, stSteady, first string = "-", "-", "-"
+		if p.Relay.ok() {
+			pgSteady = ratio(p.Relay.Steady, base)
+			if p.Streams.ok() {
+				stSteady = ratio(p.Relay.Steady, p.Streams.Steady)
+				first = ratio(p.Relay.FirstS, p.Streams.FirstS)
+			}
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", p.Total, pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first)
+	}
+	b.WriteString("\n")
+}
+
+// streamsMethod is added to the report's method note when a Streams step ran.
+func streamsMethod(c config) string {
+	if !c.step("streams") && !c.step("partitions") {
+		return ""
+	}
+	return fmt.Sprintf(`
+Kafka Streams: bench/streams, a pass-through (builder.stream(forks).to(output), byte-array serdes) with
+processing.guarantee=exactly_once_v2 and commit.interval.ms=100, every other setting Streams' default,
+built by scripts/bench-streams.sh from Maven Central at the broker's version and run as its own JVM (%s).
+Its time is exec of the JVM to the moment its consumer group has committed every input offset: with
+exactly_once_v2 the offsets commit in the transaction that wrote the output, so that is when the last
+output record became visible to read_committed. Its output is then read back whole and counted. CPU and
+peak RSS are the JVM's utime+stime and VmHWM at that moment, JVM start included.
+`, strings.Join(c.StreamsJVM, " "))
+}
