@@ -183,7 +183,8 @@ func renderLatency(b *strings.Builder, c config, s *suiteResult) {
 		}
 	}
 	b.WriteString("\nThe last two columns are phasegate's own histograms (sum ÷ count over the run): the transaction's time from BeginTxn to its end, and from the seal to the commit's return.\n")
-	b.WriteString("Phase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS (200 ms) and the seal decision; it is what a join waits after a phase's last event.\n\n")
+	b.WriteString("Phase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS and the seal decision; it is what a join waits after a phase's last event.\n")
+	b.WriteString("PHASEGATE_MAX_OUT_OF_ORDERNESS is the default 200 ms for phases above 200 ms and half the phase otherwise (the sidecar refuses a bound of a phase or more).\n\n")
 }
 
 func renderSkew(b *strings.Builder, s *suiteResult) {
