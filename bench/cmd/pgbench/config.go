@@ -53,6 +53,7 @@ type config struct {
 	PartitionsSize    int           `env:"PARTITIONS_SIZE" envDefault:"100"`
 	PartitionsIdle    time.Duration `env:"PARTITIONS_IDLE" envDefault:"1s"`           // PHASEGATE_IDLE_TIMEOUT of those runs
 	PartitionsKeys    int           `env:"PARTITIONS_KEYS" envDefault:"1000"`         // distinct keys, hashed to partitions
+	PartitionsRate    float64       `env:"PARTITIONS_RATE" envDefault:"50000"`        // records/s of event time: 500,000 records span 10 phases of 1 s
 	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`            // how far in the past the input is stamped
 	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases"`          // the sidecar's status with the per-partition list
 	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"` // stream threads of the pass-through there
@@ -149,6 +150,8 @@ func (c config) validateStreams() error {
 		return fmt.Errorf("%w: BENCH_PARTITIONS_PHASE=%s: below 1ms", errConfig, c.PartitionsPhase)
 	case c.PartitionsIdle < 0:
 		return fmt.Errorf("%w: BENCH_PARTITIONS_IDLE=%s: 0 or positive", errConfig, c.PartitionsIdle)
+	case c.PartitionsRate <= 0:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_RATE=%g: positive", errConfig, c.PartitionsRate)
 	case c.PartitionsKeys < 0:
 		return fmt.Errorf("%w: BENCH_PARTITIONS_KEYS=%d: 0 (no keys) or positive", errConfig, c.PartitionsKeys)
 	}

@@ -196,7 +196,7 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 			continue
 		}
 		ts := time.UnixMilli(last).Add(spec.Trailer)
-		cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: ts, Value: []byte("pgbench trailer")}, done)
+		cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: ts, Value: []byte(trailerValue)}, done)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return nil, err
@@ -208,6 +208,9 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 	}
 	return &fillResult{Records: spec.Records, Seconds: time.Since(start).Seconds(), LastMs: last}, nil
 }
+
+// trailerValue is the value of the trailer records.
+const trailerValue = "pgbench trailer"
 
 // values makes record values: size random letters each, copied from a
 // 4 MiB pool at pseudo-random offsets, so that batches do not compress much

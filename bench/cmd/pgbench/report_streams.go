@@ -96,8 +96,8 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 	if len(s.Partitions) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## Input partitions: %d B records keyed over %d values, stamped %s in the past, phase %s, PHASEGATE_IDLE_TIMEOUT=%s; Kafka Streams with %d %s\n\n",
-		c.PartitionsSize, c.PartitionsKeys, c.PartitionsAge, c.PartitionsPhase, c.PartitionsIdle, c.PartitionsStreams, plural(c.PartitionsStreams, "thread"))
+	fmt.Fprintf(b, "## Input partitions: %d B records keyed over %d values, stamped from %s in the past at %s records/s of event time, phase %s, PHASEGATE_IDLE_TIMEOUT=%s; Kafka Streams with %d %s\n\n",
+		c.PartitionsSize, c.PartitionsKeys, c.PartitionsAge, thousands(c.PartitionsRate), c.PartitionsPhase, c.PartitionsIdle, c.PartitionsStreams, plural(c.PartitionsStreams, "thread"))
 	b.WriteString("| input partitions (fork A + B) | output partitions | records | empty input partitions | run | records/s incl. start-up | steady records/s | first output s | CPU s / M records | peak RSS MiB | longest starvation of a watermark holder with lag, s | notes |\n")
 	b.WriteString("|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, p := range s.Partitions {
@@ -107,23 +107,26 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 			continue
 		}
 		if r := p.Relay; r != nil {
-			switch {
-			case r.Err != nil:
+			if r.Err != nil {
 				fmt.Fprintf(b, "%s | phasegate | failed | | | | | | %s |\n", lead, oneLine(r.Err))
-			case r.Check != nil:
-				fmt.Fprintf(b, "%s | phasegate | not verified | | | | | | %s |\n", lead, oneLine(r.Check))
-			default:
-				st, note := "-", ""
+			} else {
+				rate, st, note := thousands(r.rate()), "-", ""
 				if r.Starve != nil {
 					if r.Starve.Note != "" {
 						note = r.Starve.Note
 					} else {
 						st = fmt.Sprintf("%.1f", r.Starve.MaxS)
-						note = fmt.Sprintf("%s; %d /phases snapshots, up to %d holders with lag at once", orDash(r.Starve.Who), r.Starve.Samples, r.Starve.MaxHolder)
+						note = fmt.Sprintf("longest: %s; %d /phases snapshots, up to %d holders with lag at once", orDash(r.Starve.Who), r.Starve.Samples, r.Starve.MaxHolder)
 					}
 				}
-				fmt.Fprintf(b, "%s | phasegate | %s | %s | %s | %.1f | %s | %s | %s; %d phases; output verified |\n", lead, thousands(r.rate()), thousands(r.Steady),
-					optS(r.FirstS), r.CPU/float64(r.Records)*1e6, mib(r.HWM), st, note, r.Phases)
+				note += fmt.Sprintf("; %d phases", r.Phases)
+				if r.Check != nil {
+					rate, note = "not verified", note+"; "+oneLine(r.Check)
+				} else {
+					note += "; output verified"
+				}
+				fmt.Fprintf(b, "%s | phasegate | %s | %s | %s | %.1f | %s | %s | %s |\n", lead, rate, optRate(r.Steady),
+					optS(r.FirstS), r.CPU/float64(r.Records)*1e6, mib(r.HWM), st, note)
 			}
 		}
 		if s := p.Streams; s != nil {
@@ -133,7 +136,7 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 			case s.Check != nil:
 				fmt.Fprintf(b, "%s | Kafka Streams | not verified | | | | | | %s |\n", lead, oneLine(s.Check))
 			default:
-				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), thousands(s.Steady),
+				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), optRate(s.Steady),
 					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
 			}
 		}
@@ -179,4 +182,12 @@ exactly_once_v2 the offsets commit in the transaction that wrote the output, so 
 output record became visible to read_committed. Its output is then read back whole and counted. CPU and
 peak RSS are the JVM's utime+stime and VmHWM at that moment, JVM start included.
 `, strings.Join(c.StreamsJVM, " "))
+}
+
+// optRate is a records/s figure, "-" when there is none.
+func optRate(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return thousands(x)
 }

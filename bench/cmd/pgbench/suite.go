@@ -64,20 +64,11 @@ func (r *runner) suite(ctx context.Context) *suiteResult {
 		r.skew(ctx, res)
 	}
 	if r.cfg.step("partitions") {
-		rate := r.cfg.InputRate
-		for _, sr := range res.Sizes {
-			if rate == 0 && sr.Size == r.cfg.PartitionsSize {
-				rate = sr.InputRate
-			}
-		}
-		if rate == 0 {
-			rate = fallbackRate
-		}
 		for i, n := range r.cfg.Partitions {
 			if ctx.Err() != nil {
 				break
 			}
-			res.Partitions = append(res.Partitions, r.partitions(ctx, n, r.cfg.partitionsRecords(i), rate))
+			res.Partitions = append(res.Partitions, r.partitions(ctx, n, r.cfg.partitionsRecords(i), r.cfg.PartitionsRate))
 		}
 	}
 	res.Ended = time.Now()
