@@ -41,6 +41,7 @@ func render(s *suiteResult) string {
 	renderSkew(&b, s)
 	renderPartitions(&b, c, s)
 	renderTargets(&b, c, s)
+	renderTargets12And15(&b, c, s)
 	b.WriteString(method)
 	b.WriteString(streamsMethod(c))
 	return b.String()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // streamsRows adds the Kafka Streams pass-through's rows to a size table.
@@ -150,7 +151,12 @@ func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 	if len(s.Partitions) > 0 && s.Partitions[0].Relay.ok() {
 		base = s.Partitions[0].Relay.Steady
 	}
-	b.WriteString("| input partitions | phasegate steady ÷ its first row's steady | steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |\n|--:|--:|--:|--:|--:|\n")
+	first := 0
+	if len(s.Partitions) > 0 {
+		first = s.Partitions[0].Total
+	}
+	fmt.Fprintf(b, "| input partitions | phasegate steady ÷ its steady at %d partitions |", first)
+	b.WriteString(" steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |\n|--:|--:|--:|--:|--:|\n")
 	for _, p := range s.Partitions {
 		if p.Relay == nil || p.Streams == nil {
 			continue
@@ -190,4 +196,79 @@ func optRate(x float64) string {
 		return "-"
 	}
 	return thousands(x)
+}
+
+// renderTargets12And15 reports the targets of issues 12 and 15 as ratios
+// of this run (reported, not asserted).
+func renderTargets12And15(b *strings.Builder, c config, s *suiteResult) {
+	var thr, seal, end []string
+	for _, sr := range s.Sizes {
+		var peer *streamsResult // the pass-through with as many threads as the machine has cores, else its most threads
+		for _, st := range sr.Streams {
+			if peer == nil || st.Threads == s.Machine.Cores || (peer.Threads != s.Machine.Cores && st.Threads > peer.Threads) {
+				peer = st
+			}
+		}
+		for i, L := range c.Phases {
+			if peer != nil && i < len(sr.Relays) && sr.Relays[i] != nil {
+				thr = append(thr, fmt.Sprintf("%d B %s vs %d threads: %s", sr.Size, L, peer.Threads, verdict(sr.Relays[i].rate(), peer.rate(), 1.2)))
+			}
+			if i < len(sr.Paced) && sr.Paced[i] != nil && sr.Paced[i].Err == nil {
+				p := sr.Paced[i]
+				seal = append(seal, fmt.Sprintf("%d B %s: %.0f ms, %s", sr.Size, L, p.SealP99, mark(p.SealP99 <= 50)))
+				bound := defaultOutOfOrderness
+				if o := outOfOrderness(L); o > 0 {
+					bound = o
+				}
+				limit := ms(bound + 100*time.Millisecond)
+				end = append(end, fmt.Sprintf("%d B %s: %.0f ms against %.0f, %s", sr.Size, L, p.EndP99, limit, mark(p.EndP99 <= limit)))
+			}
+		}
+	}
+	var steady, vsStreams, startup, firstOut, starve []string
+	var base float64
+	for _, p := range s.Partitions {
+		if p.Relay.ok() && base == 0 && p.Total < 8 {
+			base = p.Relay.Steady
+		}
+	}
+	for _, p := range s.Partitions {
+		if p.Relay == nil || p.Total < 8 {
+			continue
+		}
+		steady = append(steady, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), base, 0.8)))
+		if p.Streams != nil {
+			vsStreams = append(vsStreams, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), p.Streams.Steady*boolf(p.Streams.ok()), 1.5)))
+			startup = append(startup, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.rate(), p.Streams.rate(), 1)))
+			if p.Relay.FirstS > 0 && p.Streams.FirstS > 0 {
+				firstOut = append(firstOut, fmt.Sprintf("%d: %.1f s against %.1f s, %s", p.Total, p.Relay.FirstS, p.Streams.FirstS, mark(p.Relay.FirstS <= 2*p.Streams.FirstS)))
+			}
+		}
+		if st := p.Relay.Starve; st != nil && st.Note == "" && st.Samples > 0 {
+			starve = append(starve, fmt.Sprintf("%d: %.1f s, %s", p.Total, st.MaxS, mark(st.MaxS <= 1)))
+		}
+	}
+	b.WriteString("\n## Targets of issues 12 and 15 (ratios of this run)\n\n| target | where it stands |\n|---|---|\n")
+	fmt.Fprintf(b, "| 12: throughput ≥ 1.2× the Kafka Streams pass-through with as many threads as cores | %s |\n", orDash(strings.Join(thr, "; ")))
+	fmt.Fprintf(b, "| 12: p99 seal → visible ≤ 50 ms at half of peak | %s |\n", orDash(strings.Join(seal, "; ")))
+	fmt.Fprintf(b, "| 12: p99 phase end → visible ≤ PHASEGATE_MAX_OUT_OF_ORDERNESS + 100 ms | %s |\n", orDash(strings.Join(end, "; ")))
+	fmt.Fprintf(b, "| 15: steady throughput ≥ 0.8× the 5-partition figure | %s |\n", orDash(strings.Join(steady, "; ")))
+	fmt.Fprintf(b, "| 15: steady throughput ≥ 1.5× Kafka Streams | %s |\n", orDash(strings.Join(vsStreams, "; ")))
+	fmt.Fprintf(b, "| 15: throughput including start-up ≥ 1.0× Kafka Streams | %s |\n", orDash(strings.Join(startup, "; ")))
+	fmt.Fprintf(b, "| 15: first output within 2× Kafka Streams' | %s |\n", orDash(strings.Join(firstOut, "; ")))
+	fmt.Fprintf(b, "| 15: no watermark holder with lag starved > 1 s | %s |\n", orDash(strings.Join(starve, "; ")))
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+func boolf(ok bool) float64 {
+	if ok {
+		return 1
+	}
+	return 0
 }
