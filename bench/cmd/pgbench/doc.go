@@ -33,7 +33,6 @@
 //     at half of phasegate's relay rate for BENCH_PACED_DURATION while a
 //     read_committed consumer records, for each marker, receive time minus
 //     the marker's record timestamp (the sealing time): seal → visible.
-//
 //  6. streams, per BENCH_STREAMS_THREADS entry (default 1 and 2): the Kafka
 //     Streams pass-through of bench/streams (exactly_once_v2,
 //     commit.interval.ms 100) over the same input, into an output topic of

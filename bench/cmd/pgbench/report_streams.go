@@ -79,7 +79,7 @@ func renderProduceVisible(b *strings.Builder, c config, s *suiteResult) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## Produce → visible to read_committed (data records), each paced at %.0f %% of its own relay rate for %s\n\n", c.PacedShare*100, c.PacedFor)
+	fmt.Fprintf(b, "## Produce → visible to read_committed (data records), each paced at %.0f %% of its own rate for %s\n\n", c.PacedShare*100, c.PacedFor)
 	b.WriteString("| size | run | paced at records/s | achieved | records timed | p50 ms | p99 ms | max ms |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, p := range rows {
 		if p.Err != nil {
@@ -186,7 +186,9 @@ built by scripts/bench-streams.sh from Maven Central at the broker's version and
 Its time is exec of the JVM to the moment its consumer group has committed every input offset: with
 exactly_once_v2 the offsets commit in the transaction that wrote the output, so that is when the last
 output record became visible to read_committed. Its output is then read back whole and counted. CPU and
-peak RSS are the JVM's utime+stime and VmHWM at that moment, JVM start included.
+peak RSS are the JVM's utime+stime and VmHWM at that moment, JVM start included. Its "start" is exec to
+its first transaction committed (as the copier's); "steady" counts from there. Its paced runs go at
+BENCH_PACED_SHARE of that steady rate, phasegate's at that share of its relay rate.
 `, strings.Join(c.StreamsJVM, " "))
 }
 

@@ -205,9 +205,12 @@ func (r *runner) streams(ctx context.Context, sr *sizeRun, in relayInput, fail f
 		if !r.cfg.step("paced") || ctx.Err() != nil || i >= len(sr.Streams) {
 			return
 		}
+		// Half load is a share of its steady rate (from its first commit
+		// on): its JVM start-up of several seconds would otherwise set the
+		// pace of a short run.
 		rate := r.cfg.PacedRate
-		if rate == 0 {
-			rate = math.Round(sr.Streams[i].rate() * r.cfg.PacedShare)
+		if st := sr.Streams[i]; rate == 0 && st.ok() {
+			rate = math.Round(st.Steady * r.cfg.PacedShare)
 		}
 		var p *latencyResult
 		if rate == 0 {
