@@ -6,6 +6,8 @@
 #
 #   BENCH_RECORDS=100000 make bench      a quick run (default 1,000,000)
 #   BENCH_STEPS=phasegate,paced make bench   only some steps
+#   BENCH_STEPS=phasegate,streams,paced   phasegate against Kafka Streams
+#   BENCH_STEPS=partitions BENCH_PARTITIONS=512   the partition-count rows
 #   BENCH_PROFILE=1 make bench           CPU/heap/alloc profiles of each relay,
 #                                        summarised with go tool pprof -top
 #   BENCH_SIDECAR=/tmp/x/sidecar BENCH_COMMIT="x + patch" make bench
@@ -24,6 +26,14 @@ log() { printf 'bench: %s\n' "$*" >&2; }
 mkdir -p "$WORK/bin" "$WORK/logs"
 log "building the sidecar and pgbench"
 (cd "$ROOT" && "$GO" build -o "$WORK/bin/sidecar" ./cmd/sidecar && "$GO" build -o "$WORK/bin/pgbench" ./bench/cmd/pgbench)
+
+# The Kafka Streams pass-through (bench/streams), for the streams and
+# partitions steps: fetched and compiled once into ~/.cache/phasegate.
+streams_cp=""
+if [[ -z "${BENCH_STEPS:-}" || ",${BENCH_STEPS}," =~ ,(streams|partitions), ]]; then
+  log "building the Kafka Streams pass-through (scripts/bench-streams.sh)"
+  streams_cp="$("$ROOT/scripts/bench-streams.sh")"
+fi
 
 kafka_version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/e2e/kafka/pom.xml")"
 java_version="$("${JAVA_HOME:+$JAVA_HOME/bin/}java" -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n1)"
@@ -54,6 +64,7 @@ BENCH_BROKERS="$BENCH_BROKERS" \
   BENCH_RESULTS_DIR="${BENCH_RESULTS_DIR:-$ROOT/bench/results}" \
   BENCH_VERSIONS="$go_version, Java $java_version, Apache Kafka $kafka_version (broker and tools)" \
   BENCH_COMMIT="${BENCH_COMMIT:-$commit}" \
+  BENCH_STREAMS_CLASSPATH="${BENCH_STREAMS_CLASSPATH:-$streams_cp}" \
   "$WORK/bin/pgbench" || status=$?
 
 if [[ "${BENCH_PROFILE:-}" =~ ^(1|true)$ ]]; then

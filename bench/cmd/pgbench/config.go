@@ -36,10 +36,27 @@ type config struct {
 	Compare       string          `env:"COMPARE"`               // another sidecar binary: every relay runs with both, alternately
 	CompareLabel  string          `env:"COMPARE_LABEL" envDefault:"B"`
 	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
-	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,skew"`
+	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step
 	StallTimeout  time.Duration   `env:"STALL_TIMEOUT" envDefault:"90s"` // a relay with no progress this long fails
+
+	// The Kafka Streams pass-through (bench/streams, built by scripts/bench-streams.sh).
+	StreamsClasspath string   `env:"STREAMS_CLASSPATH"` // set by run.sh; required by the streams and partitions steps
+	StreamsThreads   []int    `env:"STREAMS_THREADS" envDefault:"1,2"`
+	StreamsJVM       []string `env:"STREAMS_JVM" envDefault:"-Xmx512m" envSeparator:" "` // JVM options of the pass-through
+
+	// The partitions step (issue 15): forks of N input partitions in total.
+	Partitions        []int         `env:"PARTITIONS" envDefault:"5,512,2048"`
+	PartitionsRecords []int         `env:"PARTITIONS_RECORDS" envDefault:"500000,500000,250000"` // per entry of BENCH_PARTITIONS (the last repeats)
+	PartitionsPhase   time.Duration `env:"PARTITIONS_PHASE" envDefault:"1s"`
+	PartitionsSize    int           `env:"PARTITIONS_SIZE" envDefault:"100"`
+	PartitionsIdle    time.Duration `env:"PARTITIONS_IDLE" envDefault:"1s"`           // PHASEGATE_IDLE_TIMEOUT of those runs
+	PartitionsKeys    int           `env:"PARTITIONS_KEYS" envDefault:"1000"`         // distinct keys, hashed to partitions
+	PartitionsRate    float64       `env:"PARTITIONS_RATE" envDefault:"50000"`        // records/s of event time: 500,000 records span 10 phases of 1 s
+	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`            // how far in the past the input is stamped
+	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases"`          // the sidecar's status with the per-partition list
+	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"` // stream threads of the pass-through there
 }
 
 // Sentinel errors of the configuration.
@@ -83,12 +100,12 @@ func (c config) validate() error {
 	}
 	for _, s := range c.Steps {
 		switch s {
-		case "ceiling", "copier", "phasegate", "paced", "skew":
+		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions":
 		default:
-			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, skew)", errConfig, s)
+			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions)", errConfig, s)
 		}
 	}
-	return nil
+	return c.validateStreams()
 }
 
 func (c config) step(name string) bool {
@@ -98,4 +115,54 @@ func (c config) step(name string) bool {
 		}
 	}
 	return false
+}
+
+// validateStreams checks the settings of the streams and partitions steps.
+func (c config) validateStreams() error {
+	if (c.step("streams") || c.step("partitions")) && c.StreamsClasspath == "" {
+		return fmt.Errorf("%w: BENCH_STREAMS_CLASSPATH is empty: the streams and partitions steps need the pass-through (scripts/bench-streams.sh prints it; bench/run.sh sets it)", errConfig)
+	}
+	for _, n := range c.StreamsThreads {
+		if n < 1 || n > 64 {
+			return fmt.Errorf("%w: BENCH_STREAMS_THREADS: %d is outside 1..64", errConfig, n)
+		}
+	}
+	if c.PartitionsStreams < 1 || c.PartitionsStreams > 64 {
+		return fmt.Errorf("%w: BENCH_PARTITIONS_STREAMS_THREADS=%d: outside 1..64", errConfig, c.PartitionsStreams)
+	}
+	for _, n := range c.Partitions {
+		if n < 2 || n > 20000 {
+			return fmt.Errorf("%w: BENCH_PARTITIONS: %d is outside 2..20000 (split across 2 forks)", errConfig, n)
+		}
+	}
+	if c.step("partitions") && len(c.PartitionsRecords) == 0 {
+		return fmt.Errorf("%w: BENCH_PARTITIONS_RECORDS needs at least one value", errConfig)
+	}
+	for _, n := range c.PartitionsRecords {
+		if n < 1000 {
+			return fmt.Errorf("%w: BENCH_PARTITIONS_RECORDS: %d is below 1000", errConfig, n)
+		}
+	}
+	switch {
+	case c.PartitionsSize < 16 || c.PartitionsSize > 1<<20:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_SIZE=%d: outside 16..1048576", errConfig, c.PartitionsSize)
+	case c.PartitionsPhase < time.Millisecond:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_PHASE=%s: below 1ms", errConfig, c.PartitionsPhase)
+	case c.PartitionsIdle < 0:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_IDLE=%s: 0 or positive", errConfig, c.PartitionsIdle)
+	case c.PartitionsRate <= 0:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_RATE=%g: positive", errConfig, c.PartitionsRate)
+	case c.PartitionsKeys < 0:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_KEYS=%d: 0 (no keys) or positive", errConfig, c.PartitionsKeys)
+	}
+	return nil
+}
+
+// partitionsRecords is the record count of the i-th BENCH_PARTITIONS entry:
+// its BENCH_PARTITIONS_RECORDS entry, the last one repeating.
+func (c config) partitionsRecords(i int) int {
+	if i < len(c.PartitionsRecords) {
+		return c.PartitionsRecords[i]
+	}
+	return c.PartitionsRecords[len(c.PartitionsRecords)-1]
 }

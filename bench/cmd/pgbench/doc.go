@@ -33,12 +33,29 @@
 //     at half of phasegate's relay rate for BENCH_PACED_DURATION while a
 //     read_committed consumer records, for each marker, receive time minus
 //     the marker's record timestamp (the sealing time): seal → visible.
+//  6. streams, per BENCH_STREAMS_THREADS entry (default 1 and 2): the Kafka
+//     Streams pass-through of bench/streams (exactly_once_v2,
+//     commit.interval.ms 100) over the same input, into an output topic of
+//     its own. Time is from the JVM's exec to the moment its consumer group
+//     committed every input offset (with exactly_once_v2, in the transaction
+//     that wrote the output); the output is then counted (untimed). With
+//     paced, it is then paced at BENCH_PACED_SHARE of its own rate on fresh
+//     topics and every output record timed (receive − record timestamp);
+//     phasegate's paced runs time their data records the same way.
 //
 // Then a skew run (1 KiB records): fork A's records carry a key, 70 % of them
 // the hot key (all on A/0, as a key-hashing producer would put them), fork B
 // runs 200 ms behind (its timestamps trail A's by 200 ms at the same log
 // position), PHASEGATE_ROUTING=key and PHASEGATE_MAX_BUFFER_BYTES =
 // BENCH_SKEW_BUFFER_BYTES; it reports peak RSS against that bound.
+//
+// Then, per BENCH_PARTITIONS entry (default 5, 512 and 2048 input
+// partitions in all, over two forks), the partitions step: records keyed
+// over BENCH_PARTITIONS_KEYS values, stamped from BENCH_PARTITIONS_AGE in the
+// past, relayed by phasegate (1 s phases, PHASEGATE_IDLE_TIMEOUT=1s) while
+// /phases is polled for partitions that hold the watermark with lag and do
+// not advance, then by the Kafka Streams pass-through; the row's topics are
+// deleted afterwards.
 //
 // Before anything is timed, the broker's internal topics are created
 // (FindCoordinator for a group and a transactional ID). ProducerPerformance
@@ -47,8 +64,10 @@
 // relay repetition (an A/B on a shared, noisy machine).
 //
 // Invariants of the measurement:
-//   - Every run of phasegate and of the copier reads the same input topics;
-//     every run writes to an output topic of its own.
+//   - Every run of phasegate, of the copier and of Kafka Streams reads the
+//     same input topics; every run writes to an output topic of its own.
+//   - A Kafka Streams rate is reported only when its output held exactly
+//     as many records as the input's offsets (trailers included).
 //   - A phasegate throughput number is reported only for a run whose output
 //     verified (data records = input records, every marker's count equals the
 //     data records before it on its partition, marker phases strictly

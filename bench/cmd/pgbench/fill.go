@@ -80,6 +80,12 @@ type inputSpec struct {
 	// Trailer is how far after the last record, in event time, each
 	// partition's trailer record is stamped.
 	Trailer time.Duration
+	// Keys > 0: every record carries one of Keys keys, drawn at random, and
+	// goes to the partition of its topic that Kafka's Java producer would
+	// pick (murmur2), so some partitions may get none; only partitions that
+	// got a record get a trailer, so empty ones stay empty (and turn idle).
+	// Topics still take records in turn by their partition counts.
+	Keys int
 }
 
 // slot is one (topic, partition) of an input.
@@ -151,10 +157,21 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 	var rr int32
 	start := time.Now()
 	var last int64
+	hash := kgo.StickyKeyPartitioner(nil) // Kafka's murmur2 for keyed records
+	parts := map[string]int{}
+	for _, t := range spec.Topics {
+		parts[t.Name] = int(t.Partitions)
+	}
+	used := map[slot]bool{}
 	for i := range spec.Records {
 		sl := slots[i%len(slots)]
 		r := &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: spec.eventTime(i, sl.first)}
 		r.Value = vals.next()
+		if spec.Keys > 0 {
+			r.Key = []byte("key-" + strconv.Itoa(rng.IntN(spec.Keys)))
+			r.Partition = int32(hash.ForTopic(sl.topic).Partition(r, parts[sl.topic]))
+			used[slot{topic: sl.topic, part: r.Partition, first: sl.first}] = true
+		}
 		if sl.first && spec.HotKey > 0 {
 			if rng.Float64() < spec.HotKey {
 				r.Key, r.Partition = []byte("hot"), 0
@@ -175,8 +192,11 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 		}
 	}
 	for _, sl := range slots {
+		if spec.Keys > 0 && !used[sl] {
+			continue
+		}
 		ts := time.UnixMilli(last).Add(spec.Trailer)
-		cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: ts, Value: []byte("pgbench trailer")}, done)
+		cl.Produce(ctx, &kgo.Record{Topic: sl.topic, Partition: sl.part, Timestamp: ts, Value: []byte(trailerValue)}, done)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return nil, err
@@ -188,6 +208,9 @@ func fill(ctx context.Context, brokers []string, spec inputSpec) (*fillResult, e
 	}
 	return &fillResult{Records: spec.Records, Seconds: time.Since(start).Seconds(), LastMs: last}, nil
 }
+
+// trailerValue is the value of the trailer records.
+const trailerValue = "pgbench trailer"
 
 // values makes record values: size random letters each, copied from a
 // 4 MiB pool at pseudo-random offsets, so that batches do not compress much

@@ -113,8 +113,13 @@ func verifyOutput(ctx context.Context, brokers []string, topic, quarantine strin
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			chk.Feed(toVerify(r))
 			p, isMarker := markerOf(r)
+			if done[r.Partition] && (isMarker && p > last || !isMarker && string(r.Value) == trailerValue) {
+				// The trailers' phase: sealed when every partition turned
+				// idle (PHASEGATE_IDLE_TIMEOUT), after the relay's end.
+				return
+			}
+			chk.Feed(toVerify(r))
 			switch {
 			case isMarker && p >= last && !done[r.Partition]:
 				done[r.Partition] = true

@@ -23,6 +23,8 @@ type pacedResult struct {
 	EndP99      float64
 	Err         error
 	MarkerCount int
+	// Produce → visible of the data records of the timed phases.
+	Data *latencyResult
 	// From phasegate's histograms over the whole run (warm-up included).
 	TxnMeanMs        float64 // phasegate_transaction_duration_seconds: BeginTxn to the end
 	SealCommitMeanMs float64 // phasegate_seal_to_commit_seconds
@@ -70,10 +72,16 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	consumerErr := make(chan error, 1)
+	data := &latencies{}
 	wg.Go(func() {
-		consumerErr <- consumeMarkers(cctx, r.cfg.Brokers, e.Output, func(m markerSeen) {
+		consumerErr <- consumeTimed(cctx, r.cfg.Brokers, e.Output, func(rec *kgo.Record, at time.Time) {
+			p, ok := markerOf(rec)
+			if !ok {
+				data.add(rec.Timestamp, at)
+				return
+			}
 			mu.Lock()
-			seen = append(seen, m)
+			seen = append(seen, markerSeen{phase: p, part: rec.Partition, stamp: rec.Timestamp, received: at})
 			mu.Unlock()
 		})
 	})
@@ -137,6 +145,10 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 		return res
 	}
 	res.SealP50, res.SealP99, res.SealMax = percentile(sealMs, 50), percentile(sealMs, 99), percentile(sealMs, 100)
+	res.Data = &latencyResult{Who: "phasegate, " + phase.String(), Size: size, TargetRate: rate, Achieved: res.Achieved}
+	// The data records of the timed phases: stamped from the warm-up's end
+	// to the end of the last phase that sealed while the producer ran.
+	data.fill(res.Data, start.Add(time.Second), time.UnixMilli(int64(lastFull+1)*phase.Milliseconds()))
 	res.EndP50, res.EndP99 = percentile(endMs, 50), percentile(endMs, 99)
 	r.log.Info("phasegate paced", "run", name, "rate", rate, "achieved", res.Achieved, "samples", res.Samples,
 		"seal_p50_ms", res.SealP50, "seal_p99_ms", res.SealP99, "end_p99_ms", res.EndP99)
@@ -148,33 +160,6 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 const pacedSealSlack = 300 * time.Millisecond
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// consumeMarkers reads topic with read_committed from its start and calls
-// fn with each marker and the time the fetch returned it, until ctx ends.
-func consumeMarkers(ctx context.Context, brokers []string, topic string, fn func(markerSeen)) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		at := time.Now()
-		for _, e := range fs.Errors() {
-			return fmt.Errorf("latency consumer: %w", e.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if p, ok := markerOf(r); ok {
-				fn(markerSeen{phase: p, part: r.Partition, stamp: r.Timestamp, received: at})
-			}
-		})
-	}
-}
 
 // producePaced writes records of size bytes, round robin over the
 // partitions of topics, stamped with the time of writing, at rate records/s

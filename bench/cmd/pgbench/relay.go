@@ -29,6 +29,11 @@ type relayResult struct {
 	MaxBuffer    int64
 	PausedS      float64 // phasegate_paused_seconds_total
 	Rewinds      float64
+	FirstS       float64 // sidecar exec → first data records committed (phasegate_records_out_total > 0)
+	Steady       float64 // records/s from the first commit to the last phase visible
+	Starve       *starvation
+	firstAt      time.Time
+	firstOut     float64
 	Check        error // the output's verification
 	Err          error // the run itself
 	Profiles     []string
@@ -47,9 +52,18 @@ func (r *relayResult) rate() float64 {
 
 // relayInput is an input written by fill.
 type relayInput struct {
-	Topics  []string
-	Records int
-	LastMs  int64
+	Topics   []string
+	Records  int
+	LastMs   int64
+	OutParts int32 // partitions of each output topic; 0: outputPartitions
+	Watch    bool  // poll /phases for starving watermark holders
+}
+
+func (in relayInput) outParts() int32 {
+	if in.OutParts > 0 {
+		return in.OutParts
+	}
+	return outputPartitions
 }
 
 // outputPartitions is the partition count of every output topic: input
@@ -74,7 +88,8 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	e.Group = fmt.Sprintf("%s-%s", r.tag, name)
 	e.Output, e.Quarantine = e.Group+"-out", e.Group+"-quarantine"
 	e.Extra = append(e.Extra, r.cfg.SidecarEnv...)
-	if err := createTopics(ctx, r.cfg.Brokers, topicSpec{e.Output, outputPartitions}, topicSpec{e.Quarantine, 1}); err != nil {
+	outParts := in.outParts()
+	if err := createTopics(ctx, r.cfg.Brokers, topicSpec{e.Output, outParts}, topicSpec{e.Quarantine, 1}); err != nil {
 		res.Err = err
 		return res
 	}
@@ -99,16 +114,30 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	if e.Pprof {
 		profWG.Go(func() { prof = r.profileRun(ctx, profCtx, sc, e.Group, flowing) })
 	}
+	var watchWG sync.WaitGroup
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer func() { stopWatch(); watchWG.Wait() }()
+	if in.Watch {
+		watchWG.Go(func() {
+			st := watchStarvation(watchCtx, sc, r.cfg.PhasesPath)
+			res.Starve = &st
+		})
+	}
 	if err := r.awaitRelayed(ctx, sc, res, in.Records, flowing); err != nil {
 		res.Err = err
 		return res
 	}
-	seen, err := awaitFinalMarkers(ctx, r.cfg.Brokers, e.Output, outputPartitions, last)
+	seen, err := awaitFinalMarkers(ctx, r.cfg.Brokers, e.Output, outParts, last)
 	if err != nil {
 		res.Err = err
 		return res
 	}
+	stopWatch()
+	watchWG.Wait()
 	res.Seconds = seen.Sub(sc.p.started).Seconds()
+	if !res.firstAt.IsZero() && seen.After(res.firstAt) {
+		res.Steady = (float64(in.Records) - res.firstOut) / seen.Sub(res.firstAt).Seconds()
+	}
 	if u, err := procUsage(sc.p.pid()); err == nil {
 		res.CPU, res.HWM, res.RSSFile = u.CPU, u.HWM, u.RSSFile
 	}
@@ -133,7 +162,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	if err := sc.p.stop(20 * time.Second); err != nil && !isSignalExit(err) {
 		r.log.Warn("sidecar did not stop cleanly", "err", err, "log", sc.p.log.Name())
 	}
-	chk := verifyOutput(ctx, r.cfg.Brokers, e.Output, e.Quarantine, outputPartitions, last, in.Records)
+	chk := verifyOutput(ctx, r.cfg.Brokers, e.Output, e.Quarantine, outParts, last, in.Records)
 	res.Check, res.Phases = chk.Err, chk.Phases
 	r.log.Info("phasegate relay", "run", name, "records", in.Records, "seconds", res.Seconds,
 		"records_per_s", res.rate(), "cpu_s", res.CPU, "hwm_mib", res.HWM>>20, "txns", res.Txns,
@@ -167,6 +196,10 @@ func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult
 		if in > 0 && res.StartupS == 0 {
 			res.StartupS = time.Since(sc.p.started).Seconds()
 			close(flowing)
+		}
+		if out > 0 && res.firstAt.IsZero() {
+			res.firstAt, res.firstOut = time.Now(), out
+			res.FirstS = res.firstAt.Sub(sc.p.started).Seconds()
 		}
 		if in != lastIn || out != lastOut {
 			lastIn, lastOut, lastProgress = in, out, time.Now()

@@ -35,10 +35,15 @@ func render(s *suiteResult) string {
 		renderSize(&b, c, sr)
 	}
 	renderRatios(&b, c, s)
+	renderStreamsRatios(&b, c, s)
 	renderLatency(&b, c, s)
+	renderProduceVisible(&b, c, s)
 	renderSkew(&b, s)
+	renderPartitions(&b, c, s)
 	renderTargets(&b, c, s)
+	renderTargets12And15(&b, c, s)
 	b.WriteString(method)
+	b.WriteString(streamsMethod(c))
 	return b.String()
 }
 
@@ -102,6 +107,7 @@ func renderSize(b *strings.Builder, c config, sr *sizeRun) {
 			relayRow(b, fmt.Sprintf("phasegate %s (BENCH_COMPARE), %s", c.CompareLabel, L), sr.RelaysB[i])
 		}
 	}
+	streamsRows(b, sr)
 	for _, e := range sr.Errors {
 		fmt.Fprintf(b, "\nError: %s\n", e)
 	}
@@ -178,7 +184,8 @@ func renderLatency(b *strings.Builder, c config, s *suiteResult) {
 		}
 	}
 	b.WriteString("\nThe last two columns are phasegate's own histograms (sum ÷ count over the run): the transaction's time from BeginTxn to its end, and from the seal to the commit's return.\n")
-	b.WriteString("Phase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS (200 ms) and the seal decision; it is what a join waits after a phase's last event.\n\n")
+	b.WriteString("Phase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS and the seal decision; it is what a join waits after a phase's last event.\n")
+	b.WriteString("PHASEGATE_MAX_OUT_OF_ORDERNESS is the default 200 ms for phases above 200 ms and half the phase otherwise (the sidecar refuses a bound of a phase or more).\n\n")
 }
 
 func renderSkew(b *strings.Builder, s *suiteResult) {

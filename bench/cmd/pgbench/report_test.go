@@ -156,7 +156,7 @@ func TestResultPathKeepsEarlierRuns(t *testing.T) {
 func TestConfig(t *testing.T) {
 	base := map[string]string{
 		"BENCH_BROKERS": "127.0.0.1:9092", "BENCH_KAFKA_SH": "k", "BENCH_SIDECAR": "s",
-		"BENCH_WORK_DIR": "w", "BENCH_RESULTS_DIR": "r",
+		"BENCH_WORK_DIR": "w", "BENCH_RESULTS_DIR": "r", "BENCH_STREAMS_CLASSPATH": "cp",
 	}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -183,6 +183,16 @@ func TestConfig(t *testing.T) {
 		{name: "bad size", env: with("BENCH_SIZES", "100,2"), wantErr: true},
 		{name: "bad share", env: with("BENCH_PACED_SHARE", "1.5"), wantErr: true},
 		{name: "bad phase", env: with("BENCH_PHASES", "100us"), wantErr: true},
+		{name: "streams without its classpath", env: with("BENCH_STREAMS_CLASSPATH", ""), wantErr: true},
+		{name: "no streams step, no classpath needed", env: func() map[string]string {
+			m := with("BENCH_STREAMS_CLASSPATH", "")
+			m["BENCH_STEPS"] = "ceiling,phasegate"
+			return m
+		}()},
+		{name: "zero stream threads", env: with("BENCH_STREAMS_THREADS", "0,2"), wantErr: true},
+		{name: "one input partition", env: with("BENCH_PARTITIONS", "1"), wantErr: true},
+		{name: "too few partitions records", env: with("BENCH_PARTITIONS_RECORDS", "500"), wantErr: true},
+		{name: "no event-time rate", env: with("BENCH_PARTITIONS_RATE", "-1"), wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,6 +203,10 @@ func TestConfig(t *testing.T) {
 			if err == nil && tt.name == "defaults" {
 				if c.Records != 1000000 || len(c.Sizes) != 2 || len(c.Phases) != 2 || c.SkewBuffer != 64<<20 || !c.step("skew") {
 					t.Errorf("defaults: %+v", c)
+				}
+				if !c.step("streams") || !c.step("partitions") || len(c.StreamsThreads) != 2 || len(c.Partitions) != 3 ||
+					c.partitionsRecords(2) != 250000 || c.partitionsRecords(7) != 250000 || c.PhasesPath != "/phases" {
+					t.Errorf("defaults of the streams and partitions steps: %+v", c)
 				}
 			}
 		})

@@ -46,6 +46,19 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// defaultOutOfOrderness is the sidecar's PHASEGATE_MAX_OUT_OF_ORDERNESS.
+const defaultOutOfOrderness = 200 * time.Millisecond
+
+// outOfOrderness is the bound the bench sets for a phase length: none (the
+// default, 200 ms) for phases above it, half the phase otherwise, since the
+// sidecar refuses a bound of a phase or more.
+func outOfOrderness(phase time.Duration) time.Duration {
+	if phase > defaultOutOfOrderness {
+		return 0
+	}
+	return phase / 2
+}
+
 // startSidecar execs bin with the configuration in the environment; its
 // log goes to logDir/<group>.log.
 func startSidecar(bin, logDir string, e sidecarEnv) (*sidecar, error) {
@@ -69,7 +82,10 @@ func startSidecar(bin, logDir string, e sidecarEnv) (*sidecar, error) {
 	if e.MaxBuffer > 0 {
 		env = append(env, "PHASEGATE_MAX_BUFFER_BYTES="+strconv.FormatInt(e.MaxBuffer, 10))
 	}
-	env = append(env, e.Extra...)
+	if ooo := outOfOrderness(e.PhaseLength); ooo > 0 {
+		env = append(env, "PHASEGATE_MAX_OUT_OF_ORDERNESS="+ooo.String())
+	}
+	env = append(env, e.Extra...) // later entries win (BENCH_SIDECAR_ENV may set the bound)
 	if e.Routing != "" {
 		env = append(env, "PHASEGATE_ROUTING="+e.Routing)
 	}

@@ -15,10 +15,12 @@ type sizeRun struct {
 	Producer  *toolResult
 	Consumer  *toolResult
 	Fill      *fillResult
-	Copiers   []*toolResult  // by phase length, nil when skipped or failed
-	Relays    []*relayResult // by phase length
-	RelaysB   []*relayResult // by phase length, BENCH_COMPARE's binary
-	Paced     []*pacedResult // by phase length
+	Copiers   []*toolResult    // by phase length, nil when skipped or failed
+	Relays    []*relayResult   // by phase length
+	RelaysB   []*relayResult   // by phase length, BENCH_COMPARE's binary
+	Paced     []*pacedResult   // by phase length
+	Streams   []*streamsResult // by BENCH_STREAMS_THREADS
+	StrPaced  []*latencyResult // by BENCH_STREAMS_THREADS
 	Errors    []string
 }
 
@@ -31,6 +33,7 @@ type suiteResult struct {
 	Skew           *relayResult
 	SkewRate       float64
 	SkewErr        string
+	Partitions     []*partitionsRun
 }
 
 // fallbackRate stamps the input when the ceiling did not run and
@@ -59,6 +62,14 @@ func (r *runner) suite(ctx context.Context) *suiteResult {
 	}
 	if r.cfg.step("skew") && ctx.Err() == nil {
 		r.skew(ctx, res)
+	}
+	if r.cfg.step("partitions") {
+		for i, n := range r.cfg.Partitions {
+			if ctx.Err() != nil {
+				break
+			}
+			res.Partitions = append(res.Partitions, r.partitions(ctx, n, r.cfg.partitionsRecords(i), r.cfg.PartitionsRate))
+		}
 	}
 	res.Ended = time.Now()
 	return res
@@ -104,7 +115,7 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 	default:
 		sr.InputRate, sr.RateFrom = fallbackRate, "a fixed default (the ceiling did not run)"
 	}
-	if !r.cfg.step("copier") && !r.cfg.step("phasegate") && !r.cfg.step("paced") {
+	if !r.cfg.step("copier") && !r.cfg.step("phasegate") && !r.cfg.step("paced") && !r.cfg.step("streams") {
 		return sr
 	}
 	in := relayInput{Topics: []string{fmt.Sprintf("%s-fork-a-%d", r.tag, size), fmt.Sprintf("%s-fork-b-%d", r.tag, size)}, Records: n}
@@ -113,7 +124,7 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 		Records: n, Size: size, Rate: sr.InputRate, Trailer: trailerGap,
 	}
 	spec.Start = time.Now().Add(-time.Duration(float64(n)/sr.InputRate*float64(time.Second)) - time.Minute).Truncate(time.Second)
-	if r.cfg.step("copier") || r.cfg.step("phasegate") {
+	if r.cfg.step("copier") || r.cfg.step("phasegate") || r.cfg.step("streams") {
 		sctx, cancel := r.stepCtx(ctx)
 		err := createTopics(sctx, r.cfg.Brokers, spec.Topics...)
 		if err == nil {
@@ -153,6 +164,9 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 			sr.RelaysB[i] = res[1]
 		}
 	}
+	if r.cfg.step("streams") {
+		r.streams(ctx, sr, in, fail)
+	}
 	for i, L := range r.cfg.Phases {
 		if !r.cfg.step("paced") || ctx.Err() != nil {
 			break
@@ -171,6 +185,45 @@ func (r *runner) size(ctx context.Context, size int) *sizeRun {
 		}
 	}
 	return sr
+}
+
+// streams runs the Kafka Streams pass-through over the same input once per
+// BENCH_STREAMS_THREADS entry, then (with the paced step) paced at
+// BENCH_PACED_SHARE of its own rate with that many threads.
+func (r *runner) streams(ctx context.Context, sr *sizeRun, in relayInput, fail func(string, error)) {
+	for _, n := range r.cfg.StreamsThreads {
+		if ctx.Err() != nil {
+			return
+		}
+		res := r.streamsRuns(ctx, fmt.Sprintf("streams-%d-t%d", sr.Size, n), in, sr.Size, n)
+		sr.Streams = append(sr.Streams, res)
+		if res.Err != nil {
+			fail(fmt.Sprintf("Kafka Streams, %d threads", n), res.Err)
+		}
+	}
+	for i, n := range r.cfg.StreamsThreads {
+		if !r.cfg.step("paced") || ctx.Err() != nil || i >= len(sr.Streams) {
+			return
+		}
+		// Half load is a share of its steady rate (from its first commit
+		// on): its JVM start-up of several seconds would otherwise set the
+		// pace of a short run.
+		rate := r.cfg.PacedRate
+		if st := sr.Streams[i]; rate == 0 && st.ok() {
+			rate = math.Round(st.Steady * r.cfg.PacedShare)
+		}
+		var p *latencyResult
+		if rate == 0 {
+			p = &latencyResult{Who: fmt.Sprintf("Kafka Streams, %d %s", n, plural(n, "thread")), Size: sr.Size,
+				Err: fmt.Errorf("no verified Kafka Streams rate to pace at")}
+		} else {
+			p = r.streamsPaced(ctx, fmt.Sprintf("streams-paced-%d-t%d", sr.Size, n), sr.Size, n, rate)
+		}
+		sr.StrPaced = append(sr.StrPaced, p)
+		if p.Err != nil {
+			fail(fmt.Sprintf("Kafka Streams paced, %d threads", n), p.Err)
+		}
+	}
 }
 
 // copiers runs the copier once per phase length. Kafka's copier is slow

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// streamsRows adds the Kafka Streams pass-through's rows to a size table.
+func streamsRows(b *strings.Builder, sr *sizeRun) {
+	for _, s := range sr.Streams {
+		name := fmt.Sprintf("peer: Kafka Streams pass-through (exactly_once_v2, commit.interval.ms 100), %d %s", s.Threads, plural(s.Threads, "thread"))
+		streamsRow(b, name, s)
+	}
+}
+
+func streamsRow(b *strings.Builder, name string, s *streamsResult) {
+	if s.Err != nil {
+		fmt.Fprintf(b, "| %s | failed | | | | | | | %s |\n", name, oneLine(s.Err))
+		return
+	}
+	note := fmt.Sprintf("state RUNNING after %s s; steady %s records/s; %s records read back with read_committed (the input's %s offsets, trailers included)",
+		optS(s.RunningS), thousands(s.Steady), thousands(float64(s.Out)), thousands(float64(s.InOffsets)))
+	note += runsNote(s.Runs)
+	if s.Check != nil {
+		fmt.Fprintf(b, "| %s | not verified | | %.1f | | | | | %s; %s |\n", name, s.Seconds, note, oneLine(s.Check))
+		return
+	}
+	rate := s.rate()
+	fmt.Fprintf(b, "| %s | %s | %.1f | %.1f | %s | %.1f | %s | %.1f | %s; output counted |\n", name, thousands(rate),
+		rate*float64(s.Size)/1e6, s.Seconds, optS(s.FirstS), s.CPU/float64(s.Records)*1e6, mib(s.HWM), s.BrokerCPU, note)
+}
+
+// renderStreamsRatios is phasegate ÷ Kafka Streams per size, phase length
+// and thread count: records/s, and CPU s per record (lower is better, so
+// Streams ÷ phasegate).
+func renderStreamsRatios(b *strings.Builder, c config, s *suiteResult) {
+	if !c.step("streams") {
+		return
+	}
+	b.WriteString("## phasegate ÷ Kafka Streams pass-through (same broker, same input)\n\n")
+	b.WriteString("| size | phase | Streams threads | records/s: phasegate ÷ Streams | CPU per record: Streams ÷ phasegate | peak RSS: phasegate ÷ Streams |\n|---|---|--:|--:|--:|--:|\n")
+	for _, sr := range s.Sizes {
+		for i, L := range c.Phases {
+			if i >= len(sr.Relays) || sr.Relays[i] == nil {
+				continue
+			}
+			pg := sr.Relays[i]
+			for _, st := range sr.Streams {
+				var cpu, rss string = "-", "-"
+				if pg.ok() && st.ok() && pg.CPU > 0 {
+					cpu = fmt.Sprintf("%.2f", (st.CPU/float64(st.Records))/(pg.CPU/float64(pg.Records)))
+				}
+				if pg.ok() && st.ok() && st.HWM > 0 {
+					rss = fmt.Sprintf("%.2f", float64(pg.HWM)/float64(st.HWM))
+				}
+				fmt.Fprintf(b, "| %d B | %s | %d | %s | %s | %s |\n", sr.Size, L, st.Threads, ratio(pg.rate(), st.rate()), cpu, rss)
+			}
+		}
+	}
+	b.WriteString("\n")
+}
+
+// renderProduceVisible is produce → visible to read_committed of data
+// records for phasegate's paced runs and the Streams paced runs.
+func renderProduceVisible(b *strings.Builder, c config, s *suiteResult) {
+	if !c.step("paced") {
+		return
+	}
+	var rows []*latencyResult
+	for _, sr := range s.Sizes {
+		for _, p := range sr.Paced {
+			if p != nil && p.Data != nil {
+				rows = append(rows, p.Data)
+			}
+		}
+		rows = append(rows, sr.StrPaced...)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Produce → visible to read_committed (data records), each paced at %.0f %% of its own rate for %s\n\n", c.PacedShare*100, c.PacedFor)
+	b.WriteString("| size | run | paced at records/s | achieved | records timed | p50 ms | p99 ms | max ms |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, p := range rows {
+		if p.Err != nil {
+			fmt.Fprintf(b, "| %d B | %s | %s | failed | | | | %s |\n", p.Size, p.Who, thousands(p.TargetRate), oneLine(p.Err))
+			continue
+		}
+		fmt.Fprintf(b, "| %d B | %s | %s | %s | %s | %.0f | %.0f | %.0f |\n", p.Size, p.Who, thousands(p.TargetRate), thousands(p.Achieved),
+			thousands(float64(p.Samples)), p.P50, p.P99, p.Max)
+	}
+	b.WriteString("\nReceive time at a read_committed consumer (fetch max wait 100 ms) minus the record's timestamp, which the paced producer sets when it writes it and both phasegate and Kafka Streams keep; the first second is warm-up. phasegate's records wait for their phase to end, PHASEGATE_MAX_OUT_OF_ORDERNESS and the commit; Streams' for its commit interval (100 ms) and the commit.\n\n")
+}
+
+// renderPartitions is the partitions step's table (issue 15's rows).
+func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
+	if len(s.Partitions) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Input partitions: %d B records keyed over %d values, stamped from %s in the past at %s records/s of event time, phase %s, PHASEGATE_IDLE_TIMEOUT=%s; Kafka Streams with %d %s\n\n",
+		c.PartitionsSize, c.PartitionsKeys, c.PartitionsAge, thousands(c.PartitionsRate), c.PartitionsPhase, c.PartitionsIdle, c.PartitionsStreams, plural(c.PartitionsStreams, "thread"))
+	b.WriteString("| input partitions (fork A + B) | output partitions | records | empty input partitions | run | records/s incl. start-up | steady records/s | first output s | CPU s / M records | peak RSS MiB | longest starvation of a watermark holder with lag, s | notes |\n")
+	b.WriteString("|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, p := range s.Partitions {
+		lead := fmt.Sprintf("| %d (%d + %d) | %d | %s | %d", p.Total, p.Forks[0], p.Forks[1], p.OutParts, thousands(float64(p.Records)), p.Empty)
+		if p.Err != nil {
+			fmt.Fprintf(b, "%s | - | failed | | | | | | | %s |\n", lead, oneLine(p.Err))
+			continue
+		}
+		if r := p.Relay; r != nil {
+			if r.Err != nil {
+				fmt.Fprintf(b, "%s | phasegate | failed | | | | | | %s |\n", lead, oneLine(r.Err))
+			} else {
+				rate, st, note := thousands(r.rate()), "-", ""
+				if r.Starve != nil {
+					if r.Starve.Note != "" {
+						note = r.Starve.Note
+					} else {
+						st = fmt.Sprintf("%.1f", r.Starve.MaxS)
+						note = fmt.Sprintf("longest: %s; %d /phases snapshots, up to %d holders with lag at once", orDash(r.Starve.Who), r.Starve.Samples, r.Starve.MaxHolder)
+					}
+				}
+				note += fmt.Sprintf("; %d phases", r.Phases)
+				if r.Check != nil {
+					rate, note = "not verified", note+"; "+oneLine(r.Check)
+				} else {
+					note += "; output verified"
+				}
+				fmt.Fprintf(b, "%s | phasegate | %s | %s | %s | %.1f | %s | %s | %s |\n", lead, rate, optRate(r.Steady),
+					optS(r.FirstS), r.CPU/float64(r.Records)*1e6, mib(r.HWM), st, note)
+			}
+		}
+		if s := p.Streams; s != nil {
+			switch {
+			case s.Err != nil:
+				fmt.Fprintf(b, "%s | Kafka Streams | failed | | | | | | %s |\n", lead, oneLine(s.Err))
+			case s.Check != nil:
+				fmt.Fprintf(b, "%s | Kafka Streams | not verified | | | | | | %s |\n", lead, oneLine(s.Check))
+			default:
+				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), optRate(s.Steady),
+					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
+			}
+		}
+	}
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last (phasegate: phasegate_records_out_total polled at 10 Hz; Streams: its group's committed offsets, which commit in the same transaction as its output, polled at 10 Hz). First output: exec → that first commit. Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
+	renderPartitionRatios(b, s)
+}
+
+func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
+	var base float64
+	if len(s.Partitions) > 0 && s.Partitions[0].Relay.ok() {
+		base = s.Partitions[0].Relay.Steady
+	}
+	first := 0
+	if len(s.Partitions) > 0 {
+		first = s.Partitions[0].Total
+	}
+	fmt.Fprintf(b, "| input partitions | phasegate steady ÷ its steady at %d partitions |", first)
+	b.WriteString(" steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |\n|--:|--:|--:|--:|--:|\n")
+	for _, p := range s.Partitions {
+		if p.Relay == nil || p.Streams == nil {
+			continue
+		}
+		var pgSteady, stSteady, first string = "-", "-", "-"
+		if p.Relay.ok() {
+			pgSteady = ratio(p.Relay.Steady, base)
+			if p.Streams.ok() {
+				stSteady = ratio(p.Relay.Steady, p.Streams.Steady)
+				first = ratio(p.Relay.FirstS, p.Streams.FirstS)
+			}
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", p.Total, pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first)
+	}
+	b.WriteString("\n")
+}
+
+// streamsMethod is added to the report's method note when a Streams step ran.
+func streamsMethod(c config) string {
+	if !c.step("streams") && !c.step("partitions") {
+		return ""
+	}
+	return fmt.Sprintf(`
+Kafka Streams: bench/streams, a pass-through (builder.stream(forks).to(output), byte-array serdes) with
+processing.guarantee=exactly_once_v2 and commit.interval.ms=100, every other setting Streams' default,
+built by scripts/bench-streams.sh from Maven Central at the broker's version and run as its own JVM (%s).
+Its time is exec of the JVM to the moment its consumer group has committed every input offset: with
+exactly_once_v2 the offsets commit in the transaction that wrote the output, so that is when the last
+output record became visible to read_committed. Its output is then read back whole and counted. CPU and
+peak RSS are the JVM's utime+stime and VmHWM at that moment, JVM start included. Its "start" is exec to
+its first transaction committed (as the copier's); "steady" counts from there. Its paced runs go at
+BENCH_PACED_SHARE of that steady rate, phasegate's at that share of its relay rate.
+`, strings.Join(c.StreamsJVM, " "))
+}
+
+// optRate is a records/s figure, "-" when there is none.
+func optRate(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return thousands(x)
+}
+
+// renderTargets12And15 reports the targets of issues 12 and 15 as ratios
+// of this run (reported, not asserted).
+func renderTargets12And15(b *strings.Builder, c config, s *suiteResult) {
+	var thr, seal, end []string
+	for _, sr := range s.Sizes {
+		var peer *streamsResult // the pass-through with as many threads as the machine has cores, else its most threads
+		for _, st := range sr.Streams {
+			if peer == nil || st.Threads == s.Machine.Cores || (peer.Threads != s.Machine.Cores && st.Threads > peer.Threads) {
+				peer = st
+			}
+		}
+		for i, L := range c.Phases {
+			if peer != nil && i < len(sr.Relays) && sr.Relays[i] != nil {
+				thr = append(thr, fmt.Sprintf("%d B %s vs %d threads: %s", sr.Size, L, peer.Threads, verdict(sr.Relays[i].rate(), peer.rate(), 1.2)))
+			}
+			if i < len(sr.Paced) && sr.Paced[i] != nil && sr.Paced[i].Err == nil {
+				p := sr.Paced[i]
+				seal = append(seal, fmt.Sprintf("%d B %s: %.0f ms, %s", sr.Size, L, p.SealP99, mark(p.SealP99 <= 50)))
+				bound := defaultOutOfOrderness
+				if o := outOfOrderness(L); o > 0 {
+					bound = o
+				}
+				limit := ms(bound + 100*time.Millisecond)
+				end = append(end, fmt.Sprintf("%d B %s: %.0f ms against %.0f, %s", sr.Size, L, p.EndP99, limit, mark(p.EndP99 <= limit)))
+			}
+		}
+	}
+	var steady, vsStreams, startup, firstOut, starve []string
+	var base float64
+	for _, p := range s.Partitions {
+		if p.Relay.ok() && base == 0 && p.Total < 8 {
+			base = p.Relay.Steady
+		}
+	}
+	for _, p := range s.Partitions {
+		if p.Relay == nil || p.Total < 8 {
+			continue
+		}
+		steady = append(steady, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), base, 0.8)))
+		if p.Streams != nil {
+			vsStreams = append(vsStreams, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), p.Streams.Steady*boolf(p.Streams.ok()), 1.5)))
+			startup = append(startup, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.rate(), p.Streams.rate(), 1)))
+			if p.Relay.FirstS > 0 && p.Streams.FirstS > 0 {
+				firstOut = append(firstOut, fmt.Sprintf("%d: %.1f s against %.1f s, %s", p.Total, p.Relay.FirstS, p.Streams.FirstS, mark(p.Relay.FirstS <= 2*p.Streams.FirstS)))
+			}
+		}
+		if st := p.Relay.Starve; st != nil && st.Note == "" && st.Samples > 0 {
+			starve = append(starve, fmt.Sprintf("%d: %.1f s, %s", p.Total, st.MaxS, mark(st.MaxS <= 1)))
+		}
+	}
+	b.WriteString("\n## Targets of issues 12 and 15 (ratios of this run)\n\n| target | where it stands |\n|---|---|\n")
+	fmt.Fprintf(b, "| 12: throughput ≥ 1.2× the Kafka Streams pass-through with as many threads as cores | %s |\n", orDash(strings.Join(thr, "; ")))
+	fmt.Fprintf(b, "| 12: p99 seal → visible ≤ 50 ms at half of peak | %s |\n", orDash(strings.Join(seal, "; ")))
+	fmt.Fprintf(b, "| 12: p99 phase end → visible ≤ PHASEGATE_MAX_OUT_OF_ORDERNESS + 100 ms | %s |\n", orDash(strings.Join(end, "; ")))
+	fmt.Fprintf(b, "| 15: steady throughput ≥ 0.8× the 5-partition figure | %s |\n", orDash(strings.Join(steady, "; ")))
+	fmt.Fprintf(b, "| 15: steady throughput ≥ 1.5× Kafka Streams | %s |\n", orDash(strings.Join(vsStreams, "; ")))
+	fmt.Fprintf(b, "| 15: throughput including start-up ≥ 1.0× Kafka Streams | %s |\n", orDash(strings.Join(startup, "; ")))
+	fmt.Fprintf(b, "| 15: first output within 2× Kafka Streams' | %s |\n", orDash(strings.Join(firstOut, "; ")))
+	fmt.Fprintf(b, "| 15: no watermark holder with lag starved > 1 s | %s |\n", orDash(strings.Join(starve, "; ")))
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+func boolf(ok bool) float64 {
+	if ok {
+		return 1
+	}
+	return 0
+}

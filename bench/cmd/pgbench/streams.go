@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// streamsMain is the pass-through's main class (bench/streams).
+const streamsMain = "io.github.phasegate.bench.PassThrough"
+
+// streamsResult is one run of the Kafka Streams pass-through over a
+// pre-filled input.
+type streamsResult struct {
+	Threads   int
+	Size      int
+	Records   int     // input records counted (trailers not)
+	InOffsets int64   // the input's end offsets, summed (trailers included)
+	Seconds   float64 // JVM exec → every input offset committed (its output visible)
+	RunningS  float64 // JVM exec → Streams state RUNNING
+	FirstS    float64 // JVM exec → the first offsets committed (first output visible)
+	Steady    float64 // records/s from the first commit to the last
+	CPU       float64 // utime+stime of the JVM at that moment
+	HWM       int64   // its VmHWM at that moment
+	BrokerCPU float64
+	Out       int64 // records read back from the output with read_committed
+	Check     error // the output's count
+	Err       error // the run itself
+	Runs      []float64
+}
+
+func (r *streamsResult) ok() bool { return r != nil && r.Err == nil && r.Check == nil && r.Seconds > 0 }
+
+func (r *streamsResult) rate() float64 {
+	if !r.ok() {
+		return 0
+	}
+	return float64(r.Records) / r.Seconds
+}
+
+// streamsApp is a running pass-through JVM.
+type streamsApp struct {
+	p        *proc
+	mu       sync.Mutex
+	running  time.Time // first "state RUNNING" line
+	stateDir string
+}
+
+func (a *streamsApp) runningAt() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running
+}
+
+// startStreams execs the pass-through with its application ID app (also
+// its consumer group and the prefix of its transactional IDs).
+func (r *runner) startStreams(app string, inputs []string, output string, threads int) (*streamsApp, error) {
+	a := &streamsApp{stateDir: filepath.Join(r.cfg.WorkDir, app+".state")}
+	args := append([]string{}, r.cfg.StreamsJVM...)
+	args = append(args, "-cp", r.cfg.StreamsClasspath, streamsMain,
+		strings.Join(r.cfg.Brokers, ","), app, strings.Join(inputs, ","), output, strconv.Itoa(threads), a.stateDir)
+	java := "java"
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		java = filepath.Join(h, "bin", "java")
+	}
+	p, err := startProc(java, args, nil, filepath.Join(r.cfg.WorkDir, app+".log"), func(line string, at time.Time) {
+		if strings.TrimSpace(line) == "state RUNNING" {
+			a.mu.Lock()
+			if a.running.IsZero() {
+				a.running = at
+			}
+			a.mu.Unlock()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.p = p
+	return a, nil
+}
+
+func (a *streamsApp) stop() {
+	_ = a.p.stop(40 * time.Second)
+	_ = os.RemoveAll(a.stateDir)
+}
+
+// streamsRuns runs the pass-through BENCH_REPEAT times with threads stream
+// threads and returns the median run (as relayRuns does for phasegate).
+func (r *runner) streamsRuns(ctx context.Context, name string, in relayInput, size, threads int) *streamsResult {
+	var runs []*streamsResult
+	for i := range r.cfg.Repeat {
+		if ctx.Err() != nil {
+			break
+		}
+		runs = append(runs, r.streamsRelay(ctx, fmt.Sprintf("%s-r%d", name, i+1), in, size, threads))
+	}
+	if len(runs) == 0 {
+		return &streamsResult{Threads: threads, Size: size, Err: errors.New("not run")}
+	}
+	rates := make([]float64, len(runs))
+	var ok []*streamsResult
+	var okRates []float64
+	for i, x := range runs {
+		rates[i] = x.rate()
+		if x.ok() {
+			ok, okRates = append(ok, x), append(okRates, rates[i])
+		}
+	}
+	if len(ok) == 0 {
+		return runs[0]
+	}
+	med := ok[medianIndex(okRates)]
+	med.Runs = rates
+	return med
+}
+
+// streamsRelay runs the pass-through over in until its consumer group has
+// committed every input offset. With exactly_once_v2 the offsets commit in
+// the transaction that wrote the output, so that moment is the moment the
+// last output record became visible to read_committed. The output is then
+// counted (untimed): every input record, trailers included, exactly once.
+func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, size, threads int) *streamsResult {
+	res := &streamsResult{Threads: threads, Size: size, Records: in.Records}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
+	defer cancel()
+	app := fmt.Sprintf("%s-%s", r.tag, name)
+	out := app + "-out"
+	if err := createTopics(ctx, r.cfg.Brokers, topicSpec{out, in.outParts()}); err != nil {
+		res.Err = err
+		return res
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.cfg.Brokers...))
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, in.Topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		res.Err = fmt.Errorf("input end offsets: %w", err)
+		return res
+	}
+	ends.Each(func(o kadm.ListedOffset) { res.InOffsets += o.Offset })
+	broker0 := r.brokerCPU()
+	a, err := r.startStreams(app, in.Topics, out, threads)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer a.stop()
+	var t1 time.Time
+	var c1 int64
+	var last int64
+	lastProgress := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			res.Err = fmt.Errorf("streams: %w after %d of %d offsets committed (log %s)", ctx.Err(), last, res.InOffsets, a.p.log.Name())
+			return res
+		case <-a.p.done:
+			res.Err = fmt.Errorf("streams: the JVM exited: %v (log %s)", a.p.err, a.p.log.Name())
+			return res
+		case <-tick.C:
+		}
+		committed, done, err := groupProgress(ctx, adm, app, ends)
+		if err != nil {
+			continue // the group has no offsets yet
+		}
+		now := time.Now()
+		if committed > 0 && t1.IsZero() {
+			t1, c1 = now, committed
+			res.FirstS = now.Sub(a.p.started).Seconds()
+		}
+		if committed != last {
+			last, lastProgress = committed, now
+		}
+		if done {
+			res.Seconds = now.Sub(a.p.started).Seconds()
+			if now.After(t1) && res.InOffsets > c1 {
+				res.Steady = float64(res.InOffsets-c1) / now.Sub(t1).Seconds()
+			}
+			break
+		}
+		if now.Sub(lastProgress) > r.cfg.StallTimeout {
+			res.Err = fmt.Errorf("streams: no progress for %s at %d of %d offsets committed (log %s)", r.cfg.StallTimeout, last, res.InOffsets, a.p.log.Name())
+			return res
+		}
+	}
+	if u, err := procUsage(a.p.pid()); err == nil {
+		res.CPU, res.HWM = u.CPU, u.HWM
+	}
+	res.BrokerCPU = r.brokerCPU() - broker0
+	if t := a.runningAt(); !t.IsZero() {
+		res.RunningS = t.Sub(a.p.started).Seconds()
+	}
+	a.stop()
+	res.Out, err = countRecords(ctx, r.cfg.Brokers, out, res.InOffsets)
+	switch {
+	case err != nil:
+		res.Check = err
+	case res.Out != res.InOffsets:
+		res.Check = fmt.Errorf("%d records in the output, want %d (every input record once, trailers included)", res.Out, res.InOffsets)
+	}
+	r.log.Info("streams pass-through", "run", name, "threads", threads, "records", in.Records, "seconds", res.Seconds,
+		"records_per_s", res.rate(), "first_output_s", res.FirstS, "cpu_s", res.CPU, "hwm_mib", res.HWM>>20, "check", res.Check)
+	return res
+}
+
+// groupProgress sums group's committed offsets over the partitions of ends
+// (each capped at its end offset) and reports whether every non-empty
+// partition is committed to its end.
+func groupProgress(ctx context.Context, adm *kadm.Client, group string, ends kadm.ListedOffsets) (int64, bool, error) {
+	got, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return 0, false, err
+	}
+	var sum int64
+	done := true
+	ends.Each(func(e kadm.ListedOffset) {
+		if e.Offset <= 0 {
+			return
+		}
+		o, ok := got.Lookup(e.Topic, e.Partition)
+		if !ok || o.Err != nil || o.At < 0 {
+			done = false
+			return
+		}
+		sum += min(o.At, e.Offset)
+		if o.At < e.Offset {
+			done = false
+		}
+	})
+	return sum, done, nil
+}
+
+// countRecords reads topic whole with read_committed and returns how many
+// records it holds: it stops once want were read and the topic then stayed
+// quiet for a second, or after 30 s without a record.
+func countRecords(ctx context.Context, brokers []string, topic string, want int64) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var n int64
+	for {
+		quiet := 30 * time.Second
+		if n >= want {
+			quiet = time.Second
+		}
+		pctx, cancel := context.WithTimeout(ctx, quiet)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		got := 0
+		fs.EachRecord(func(*kgo.Record) { got++ })
+		if got == 0 {
+			return n, nil
+		}
+		n += int64(got)
+	}
+}
