@@ -15,8 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/phasegate/phasegate/internal/kafkatest"
 )
 
 // P1's layout, issue 15's at a smaller record count: two forks of 256
@@ -54,18 +52,15 @@ const (
 // Then the usual check (internal/verify and the rest) and one line of
 // counts.
 func TestP1ManyPartitions(t *testing.T) {
-	sc := newScenario(t, "P1")
-	wide := &topology{orders: sc.topo.orders + "-wide", payments: sc.topo.payments + "-wide", out: sc.topo.out + "-wide"}
-	wide.quarantine = wide.out + ".quarantine"
-	if err := kafkatest.CreateTopics(sc.b.addrs, map[string]int32{
-		wide.orders: wideForkParts, wide.payments: wideForkParts, wide.out: wideOutParts, wide.quarantine: wideOutParts,
-	}); err != nil {
-		t.Fatalf("create topics: %v", err)
-	}
+	sc := newShapedScenario(t, needBroker(t), "P1", shape{
+		forks:    []fork{{"orders", wideForkParts, 0.5}, {"payments", wideForkParts, 0.5}},
+		outParts: wideOutParts,
+	})
+	wide := sc.topo
 	// A new topic of 256 partitions takes a moment to have a leader for
 	// each: a record produced before that is refused.
 	sc.poll(time.Minute, "leaders for every partition of the new topics", func() bool {
-		ends, err := sc.adm.ListEndOffsets(sc.ctx, wide.orders, wide.payments, wide.out, wide.quarantine)
+		ends, err := sc.adm.ListEndOffsets(sc.ctx, wide.orders, wide.payments, wide.out)
 		if err != nil {
 			return false
 		}
@@ -75,12 +70,8 @@ func TestP1ManyPartitions(t *testing.T) {
 			n++
 			ok = ok && o.Err == nil
 		})
-		return ok && n == 2*wideForkParts+2*wideOutParts
+		return ok && n == 2*wideForkParts+wideOutParts
 	})
-	sc.topo = wide
-	sc.env["PHASEGATE_INPUT_TOPICS"] = wide.orders + "," + wide.payments
-	sc.env["PHASEGATE_OUTPUT_TOPIC"] = wide.out
-	sc.env["PHASEGATE_QUARANTINE_TOPIC"] = wide.quarantine
 	sc.env["PHASEGATE_LOG_LEVEL"] = "info" // debug writes a line per partition transition
 
 	p := widePlan(wide, 15)
