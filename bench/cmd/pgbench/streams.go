@@ -106,19 +106,7 @@ func (r *runner) streamsRuns(ctx context.Context, name string, in relayInput, si
 	if len(runs) == 0 {
 		return &streamsResult{Threads: threads, Size: size, Err: errors.New("not run")}
 	}
-	rates := make([]float64, len(runs))
-	var ok []*streamsResult
-	var okRates []float64
-	for i, x := range runs {
-		rates[i] = x.rate()
-		if x.ok() {
-			ok, okRates = append(ok, x), append(okRates, rates[i])
-		}
-	}
-	if len(ok) == 0 {
-		return runs[0]
-	}
-	med := ok[medianIndex(okRates)]
+	med, rates := medianRun(runs)
 	med.Runs = rates
 	return med
 }

@@ -364,8 +364,19 @@ func median(runs []*relayResult) *relayResult {
 	if len(runs) == 0 {
 		return &relayResult{Err: fmt.Errorf("not run")}
 	}
+	med, rates := medianRun(runs)
+	med.Runs = rates
+	return med
+}
+
+// medianRun returns the run of median rate among the runs that succeeded
+// (the first run when none did), and every run's rate. runs is not empty.
+func medianRun[T interface {
+	rate() float64
+	ok() bool
+}](runs []T) (T, []float64) {
 	rates := make([]float64, len(runs))
-	var okRuns []*relayResult
+	var okRuns []T
 	var okRates []float64
 	for i, x := range runs {
 		rates[i] = x.rate()
@@ -374,9 +385,7 @@ func median(runs []*relayResult) *relayResult {
 		}
 	}
 	if len(okRuns) == 0 {
-		return runs[0]
+		return runs[0], rates
 	}
-	med := okRuns[medianIndex(okRates)]
-	med.Runs = rates
-	return med
+	return okRuns[medianIndex(okRates)], rates
 }
