@@ -16,12 +16,92 @@ import (
 // commitTimeout bounds one transaction, below the shutdown deadline.
 const commitTimeout = 20 * time.Second
 
-// commit writes the session's Batch in one transaction. When it commits,
-// the session is told and the metrics count it; when it fails and the
-// producer could be repaired (a *txn.Failure), the generation is dropped
-// and the next session starts from the committed offsets (rewind); any
-// other error (fenced, a record too large) stops the instance.
-func (p *Pipeline) commit(g *generation, b *align.Batch[*sarama.ConsumerMessage]) error {
+// commitReq is a Batch on its way to the broker: the loop hands it to the
+// committer goroutine and goes on reading, deduping and buffering records
+// (within the memory bound) until the result comes back.
+type commitReq struct {
+	g *generation
+	b *align.Batch[*sarama.ConsumerMessage]
+}
+
+// commitDone is a commitReq's result.
+type commitDone struct {
+	commitReq
+	err error
+}
+
+// runCommits is the committer goroutine: the only user of the
+// transactional producer. It writes each Batch in one transaction and
+// answers on p.done; it returns when p.commits is closed.
+func (p *Pipeline) runCommits() {
+	for r := range p.commits {
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		err := p.deps.Producer.Commit(ctx, p.txnBatch(r.g, r.b))
+		cancel()
+		p.done <- commitDone{commitReq: r, err: err}
+	}
+}
+
+// startCommit hands the session's Batch to the committer. At most one is
+// in flight (align builds none until Committed).
+func (p *Pipeline) startCommit(g *generation, b *align.Batch[*sarama.ConsumerMessage]) {
+	p.inflight = &commitReq{g: g, b: b}
+	p.commits <- *p.inflight
+}
+
+// finishCommit takes the committer's result on the loop. When the
+// transaction committed, the session is told and the metrics count it;
+// when it failed and the producer could be repaired (a *txn.Failure), the
+// generation is dropped and the next session starts from the committed
+// offsets (rewind); any other error (fenced, a record too large) is
+// returned and stops the instance. Then the session ends and starts that
+// waited for the transaction are served: a task moves only between
+// transactions.
+func (p *Pipeline) finishCommit(d commitDone) error {
+	p.inflight = nil
+	var failure *txn.Failure
+	switch {
+	case d.err == nil:
+		d.g.s.Committed(d.b)
+		p.committedBatch(d.b)
+	case !errors.As(d.err, &failure):
+		return d.err
+	default:
+		p.metrics.rewinds.Inc()
+		p.log.Warn("transaction not committed; rewinding to the committed offsets and rebuilding the open phases", "err", d.err)
+		if p.gen == d.g {
+			p.dropGeneration()
+		}
+	}
+	for len(p.waiting) > 0 && p.inflight == nil {
+		w := p.waiting[0]
+		p.waiting = p.waiting[1:]
+		w()
+	}
+	return nil
+}
+
+// awaitCommit waits for the transaction in flight, if any, and takes its
+// result: the shutdown lets it finish rather than abandon it.
+func (p *Pipeline) awaitCommit() error {
+	if p.inflight == nil {
+		return nil
+	}
+	return p.finishCommit(<-p.done)
+}
+
+// whenIdle runs f now, or once the transaction in flight has finished.
+func (p *Pipeline) whenIdle(f func()) {
+	if p.inflight == nil {
+		f()
+		return
+	}
+	p.waiting = append(p.waiting, f)
+}
+
+// txnBatch is b as the producer writes it. It runs on the committer: the
+// Batch is not changed while it is in flight.
+func (p *Pipeline) txnBatch(g *generation, b *align.Batch[*sarama.ConsumerMessage]) txn.Batch {
 	tb := txn.Batch{Records: make([]*sarama.ProducerMessage, len(b.Writes)),
 		Offsets: map[string][]*sarama.PartitionOffsetMetadata{}, Group: g.groupMeta}
 	for i, w := range b.Writes {
@@ -32,21 +112,7 @@ func (p *Pipeline) commit(g *generation, b *align.Batch[*sarama.ConsumerMessage]
 			Partition: o.Partition, Offset: o.Offset, Metadata: &o.Metadata,
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	defer cancel()
-	if err := p.deps.Producer.Commit(ctx, tb); err != nil {
-		var failure *txn.Failure
-		if !errors.As(err, &failure) {
-			return err
-		}
-		p.metrics.rewinds.Inc()
-		p.log.Warn("transaction not committed; rewinding to the committed offsets and rebuilding the open phases", "err", err)
-		p.dropGeneration()
-		return nil
-	}
-	g.s.Committed(b)
-	p.committedBatch(b)
-	return nil
+	return tb
 }
 
 // committedBatch remembers the committed positions and counts what the

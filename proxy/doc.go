@@ -8,9 +8,10 @@
 // claim goroutine; held there while its partition is paused) -> the in
 // channel -> Pipeline.handle (sarama message to align.Record) ->
 // align.Session.Handle -> ... -> Pipeline.step -> Session.Step (a Batch
-// when phases sealed) -> Pipeline.commit (Writes to sarama
-// ProducerMessages, offsets with the group's metadata) -> txn.Producer.Commit
-// -> Session.Committed.
+// when phases sealed) -> Pipeline.startCommit -> the committer goroutine
+// (Writes to sarama ProducerMessages, offsets with the group's metadata,
+// txn.Producer.Commit) -> the done channel -> Pipeline.finishCommit ->
+// Session.Committed.
 //
 // Invariants:
 //
@@ -18,6 +19,13 @@
 //     hot state. The consumer group's goroutines talk to it over typed
 //     channels only: records (in), session starts (setups), session ends
 //     (ends) and lag measurements (lags).
+//   - The loop never waits on a transaction: the committer goroutine, the
+//     only user of the transactional producer, writes one Batch at a time
+//     while the loop goes on reading, deduping and buffering records
+//     (within the memory bound). Session ends and starts wait until the
+//     Batch in flight has finished, so a task moves only between
+//     transactions and a new session starts from offsets that include it;
+//     a shutdown lets it finish too.
 //   - One way to rebuild state: a failed transaction that the producer
 //     survived (txn.Failure) and every rebalance drop the generation; the
 //     next session starts from the committed offsets and their metadata

@@ -55,14 +55,21 @@ type Pipeline struct {
 	ends    chan endReq
 	lags    chan lagReport
 	reports chan fleetRecord
+	// commits carries a Batch to the committer goroutine, done its result.
+	commits chan commitReq
+	done    chan commitDone
 
 	status   atomic.Pointer[Status]
 	stopping atomic.Bool
 	assigned atomic.Pointer[[]align.TP] // read by the lag poller
 
 	// The fields below are owned by the loop goroutine.
-	gen        *generation
-	genSeq     int64
+	gen    *generation
+	genSeq int64
+	// inflight is the Batch the committer is writing (nil: none); waiting
+	// are the session ends and starts held until it has finished.
+	inflight   *commitReq
+	waiting    []func()
 	view       *fleet.View // every task's latest report (docs/FLEET.md)
 	owned      []tasks.ID  // the tasks of the last generation, for the move logs
 	committed  map[align.TP]align.Start
@@ -130,6 +137,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		ends:      make(chan endReq),
 		lags:      make(chan lagReport),
 		reports:   make(chan fleetRecord),
+		commits:   make(chan commitReq, 1),
+		done:      make(chan commitDone, 1),
 		view:      fleet.NewView(d.Layout.Len(), d.Layout.Fingerprint()),
 		committed: map[align.TP]align.Start{},
 		limiter:   logLimiter{every: 10 * time.Second, last: map[string]time.Time{}},
@@ -155,10 +164,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { p.pollLag(consumeCtx) })
 	wg.Go(func() { p.readReports(consumeCtx) })
+	commitsDone := make(chan struct{})
+	go func() { defer close(commitsDone); p.runCommits() }()
 
 	err := p.loop(ctx, consumeDone)
 	p.transitions.flush(p.log, p.now(), true)
 	p.stopping.Store(true)
+	if cerr := p.awaitCommit(); cerr != nil && err == nil {
+		err = cerr
+	}
+	close(p.commits)
+	<-commitsDone
 	stopConsume()
 	p.drain(consumeDone)
 	wg.Wait()
@@ -233,18 +249,20 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 			p.handle(d)
 			p.drainIn()
 		case r := <-p.setups:
-			p.setup(r)
+			p.whenIdle(func() { p.setup(r) })
 		case r := <-p.ends:
-			p.end(r)
+			p.whenIdle(func() { p.end(r) })
+		case d := <-p.done:
+			if err := p.finishCommit(d); err != nil {
+				return err
+			}
 		case r := <-p.lags:
 			p.lag(r)
 		case r := <-p.reports:
 			p.applyReport(r)
 		case <-tick.C:
 		}
-		if err := p.step(); err != nil {
-			return err
-		}
+		p.step()
 	}
 }
 
@@ -279,6 +297,10 @@ func (p *Pipeline) drainIn() {
 // group goroutine has exited.
 func (p *Pipeline) drain(consumeDone <-chan struct{}) {
 	p.dropGeneration()
+	for _, w := range p.waiting {
+		w() // stopping: a setup is refused, an end answered
+	}
+	p.waiting = nil
 	for {
 		select {
 		case <-consumeDone:

@@ -9,39 +9,30 @@ import (
 // step runs after each batch of records and on every tick: the session
 // decides (seals, pauses, idleness); the pipeline commits the Batch,
 // applies the pauses to the consumers and turns each transition into its
-// metric and log line, then publishes the status.
-func (p *Pipeline) step() error {
+// metric and log line, then publishes the status. The Batch goes to the
+// committer; step does not wait for it.
+func (p *Pipeline) step() {
 	g := p.gen
 	if g == nil {
 		p.publish(nil)
-		return nil
+		return
 	}
 	p.peakBuffered = max(p.peakBuffered, g.s.BufferedBytes())
-	if err := p.stepSession(g); err != nil || p.gen == nil {
-		p.publish(p.gen)
-		return err
-	}
+	p.stepSession(g)
 	// The session's new watermark, shared with the fleet, may raise the
 	// cap: seal what it allows now rather than one tick later.
 	if p.share(g) {
-		if err := p.stepSession(g); err != nil || p.gen == nil {
-			p.publish(p.gen)
-			return err
-		}
+		p.stepSession(g)
 	}
 	p.transitions.flush(p.log, p.now(), false)
 	p.publish(g)
-	return nil
 }
 
-// stepSession runs one Step of the session and acts on it. After a failed
-// transaction p.gen is nil (rewound).
-func (p *Pipeline) stepSession(g *generation) error {
+// stepSession runs one Step of the session and acts on it.
+func (p *Pipeline) stepSession(g *generation) {
 	st := g.s.Step()
 	if st.Batch != nil {
-		if err := p.commit(g, st.Batch); err != nil || p.gen == nil {
-			return err
-		}
+		p.startCommit(g, st.Batch)
 	}
 	p.apply(g, st.Actions)
 	for _, c := range st.Idle {
@@ -55,7 +46,6 @@ func (p *Pipeline) stepSession(g *generation) error {
 	if st.Timeouts > 0 {
 		p.sealTimedOut(g, st.Timeouts)
 	}
-	return nil
 }
 
 // apply hands the session's pause decisions to the claims' gates and the

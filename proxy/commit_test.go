@@ -1,0 +1,140 @@
+package proxy_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/phasegate/phasegate/internal/inproc"
+)
+
+// While a transaction is in flight the loop keeps reading, deduping and
+// buffering: the broker holds the first EndTxn until every record written
+// after it has been read, and the output is whole once it lets go.
+func TestRecordsAreReadWhileACommitIsInFlight(t *testing.T) {
+	e := newEnv(t, map[string]int32{"a": 2}, 2)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(held)
+			e.cluster.SleepControl(func() { <-release })
+		}
+		return nil, nil, false // the broker then handles it as usual
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	base := phaseBase()
+	phases := func(from, to int) []rec {
+		var recs []rec
+		for ph := from; ph < to; ph++ {
+			for p := range int32(2) {
+				recs = append(recs, rec{topic: "a", partition: p, ts: at(base, ph, 10)})
+			}
+		}
+		return recs
+	}
+	e.write(phases(0, 2)...) // phase 1 seals phase 0: the first transaction
+	e.start()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no EndTxn reached the broker")
+	}
+	later := phases(2, 12)
+	e.write(later...)
+	want := float64(2*2 + len(later))
+	waitFor(t, 3*time.Second, "every record written during the held commit to be read", func() bool {
+		return counter(t, e, "phasegate_records_in_total", "topic", "a") >= want
+	})
+	close(release)
+	_, acc := e.settle(15 * time.Second)
+	if acc.Out != int(want) {
+		t.Fatalf("published %d of %d records", acc.Out, int(want))
+	}
+}
+
+// A rebalance while a transaction is in flight: the first instance's
+// session ends only once its commit has finished (a task moves only
+// between transactions), so the second instance starts from offsets that
+// include it and nothing is published twice. kfake also refuses a session's
+// offset fetch while transactional offsets are pending
+// (UNSTABLE_OFFSET_COMMIT), so here the output would stay whole even if the
+// session did not wait; a real broker answers such a fetch with the offsets
+// from before the commit, which is why the session waits.
+func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
+	forks := map[string]int32{"a": 2, "b": 1}
+	e := newEnv(t, forks, 2)
+	k := inproc.KafkaFor(e.brokers)
+	base := k.Base
+	k.Base = func() *sarama.Config {
+		c := base()
+		c.Consumer.Group.Heartbeat.Interval = 100 * time.Millisecond // a rebalance is noticed at once
+		return c
+	}
+	start := func(name string) *inproc.Sidecar {
+		cfg := e.cfg
+		cfg.TransactionalID, cfg.InstanceID = "phasegate-"+name, name
+		s, err := inproc.StartSidecar(k, cfg, e.logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Stop() })
+		return s
+	}
+	owned := func(s *inproc.Sidecar) int { return len(s.Pipeline.Status().Partitions) }
+	first := start("first")
+	waitFor(t, 15*time.Second, "the first instance to own every partition", func() bool { return owned(first) == 3 })
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		first := false
+		holdOnce.Do(func() { first = true })
+		if first {
+			close(held)
+			e.cluster.SleepControl(func() { <-release })
+		} else {
+			e.cluster.KeepControl()
+		}
+		return nil, nil, false
+	})
+	t0 := phaseBase()
+	want := grid(e, t0, 0, 3, forks, 4)
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no EndTxn reached the broker")
+	}
+	second := start("second")
+	// The commit is let go once the second instance owns a task, or after
+	// 3 s: a session that started before the commit finished would have
+	// read the offsets from before it, and published its phases again.
+	for deadline := time.Now().Add(3 * time.Second); owned(second) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("second instance owned %d partitions when the commit was let go", owned(second))
+	releaseOnce.Do(func() { close(release) })
+	waitFor(t, 20*time.Second, "the two instances to own one task each", func() bool {
+		return owned(first) > 0 && owned(second) > 0
+	})
+	for phase, m := range grid(e, t0, 3, 6, forks, 4) {
+		want[phase] = m
+	}
+	out, acc := e.settle(20 * time.Second)
+	checkAligned(t, out, want)
+	if acc.Out != len(e.inputs) {
+		t.Fatalf("published %d of %d across the rebalance", acc.Out, len(e.inputs))
+	}
+}
