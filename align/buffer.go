@@ -17,10 +17,12 @@ type phase[M any] struct {
 	// first record in this phase (-1: none). The committed offset of a
 	// partition is the minimum over the phases not being committed.
 	first []int64
+	// bytes is what the records weigh against the memory bound.
+	bytes int64
 }
 
 // buffer adds a record to its phase.
-func (s *Session[M]) buffer(id uint64, ps *part, msg M, offset int64, out int32) {
+func (s *Session[M]) buffer(id uint64, ps *part, msg M, offset int64, out int32, bytes int64) {
 	ph := s.phases[id]
 	if ph == nil {
 		ph = &phase[M]{first: make([]int64, len(s.byP))}
@@ -33,6 +35,7 @@ func (s *Session[M]) buffer(id uint64, ps *part, msg M, offset int64, out int32)
 		ph.first[ps.p] = offset
 	}
 	ph.items = append(ph.items, item[M]{msg: msg, p: int32(ps.p), out: out})
+	ph.bytes += bytes
 }
 
 // commitOffset is the offset to commit for ps: its first buffered record

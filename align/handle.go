@@ -121,7 +121,7 @@ func (s *Session[M]) Handle(r *Record[M]) Outcome {
 		s.dedupe.Seal(id)
 		return s.quarantine(ps, r, markers.ReasonLate, fmt.Sprintf("phase %d is sealed (global watermark %d)", id, max(s.tracker.Global(), ps.sealedBelow)))
 	}
-	s.buffer(id, ps, r.Msg, r.Offset, s.cfg.Routing.route(r.Key, r.Partition, s.cfg.OutputPartitions))
+	s.buffer(id, ps, r.Msg, r.Offset, s.cfg.Routing.route(r.Key, r.Partition, s.cfg.OutputPartitions), int64(rec.Bytes))
 	return out
 }
 

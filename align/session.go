@@ -109,6 +109,8 @@ type Session[M any] struct {
 	// sealed are phases Advance sealed that no Batch has taken yet.
 	sealed   []watermarks.Seal
 	inflight *Batch[M]
+	// sealedBytes weighs the records of sealed phases not yet committed.
+	sealedBytes int64
 	// dedupeFull is true while the "dedupe" pause is requested.
 	dedupeFull   bool
 	timeoutsSeen int64
@@ -227,9 +229,11 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 // Global returns the first unsealed phase.
 func (s *Session[M]) Global() uint64 { return s.tracker.Global() }
 
-// BufferedBytes returns the bytes buffered in open phases, as the bound
-// counts them.
-func (s *Session[M]) BufferedBytes() int64 { return s.tracker.BufferedBytes() }
+// BufferedBytes returns the bytes of records held in memory: in open
+// phases (what the tracker's pause decisions count) and in sealed phases
+// that no committed Batch has taken yet (while a Batch is in flight, the
+// phases sealed meanwhile wait for the next one).
+func (s *Session[M]) BufferedBytes() int64 { return s.tracker.BufferedBytes() + s.sealedBytes }
 
 // Partitions returns the session's partitions, sorted by topic and number.
 func (s *Session[M]) Partitions() []TP {

@@ -50,6 +50,9 @@ func (s *Session[M]) Step() Step[M] {
 	for _, seal := range s.tracker.Advance() {
 		s.dedupe.Seal(seal.Phase)
 		s.sealed = append(s.sealed, seal)
+		if ph := s.phases[seal.Phase]; ph != nil {
+			s.sealedBytes += ph.bytes
+		}
 	}
 	if s.dedupeFull && !s.dedupe.Full() {
 		s.dedupeFull = false
@@ -100,6 +103,9 @@ func (s *Session[M]) Committed(b *Batch[M]) {
 	}
 	s.inflight = nil
 	for _, seal := range b.Seals {
+		if ph := s.phases[seal.Phase]; ph != nil {
+			s.sealedBytes -= ph.bytes
+		}
 		delete(s.phases, seal.Phase)
 	}
 	s.sealed = s.sealed[len(b.Seals):]

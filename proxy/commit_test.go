@@ -138,3 +138,56 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 		t.Fatalf("published %d of %d across the rebalance", acc.Out, len(e.inputs))
 	}
 }
+
+// What the loop reads while a transaction is in flight goes into the next
+// one, so it is bounded: with the commit held and four times the budget
+// written (half of PHASEGATE_MAX_BUFFER_BYTES here, one partition, which
+// holds the watermark and is never paused), the loop stops taking records
+// at the budget, and takes the rest once the commit returns.
+func TestReadingDuringACommitIsBounded(t *testing.T) {
+	e := newEnv(t, map[string]int32{"a": 1}, 1)
+	e.cfg.Watermarks.MaxBufferBytes = 1 << 20
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		first := false
+		holdOnce.Do(func() { first = true })
+		if first {
+			close(held)
+			e.cluster.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	base := phaseBase()
+	e.write(rec{topic: "a", ts: at(base, 0, 10)}, rec{topic: "a", ts: at(base, 1, 10)})
+	e.start()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no EndTxn reached the broker")
+	}
+	const n, pad = 200, 10 << 10 // 2 MiB in all, four times the budget
+	var later []rec
+	for i := range n {
+		later = append(later, rec{topic: "a", ts: at(base, 2+i/20, 10), pad: pad})
+	}
+	e.write(later...)
+	budget := e.cfg.Watermarks.MaxBufferBytes / 2
+	waitFor(t, 5*time.Second, "the buffer to reach the budget", func() bool {
+		return e.sidecar.Pipeline.Status().BufferedBytes >= budget
+	})
+	// Give the loop time to read on if it did not stop; it must not.
+	time.Sleep(500 * time.Millisecond)
+	in := counter(t, e, "phasegate_records_in_total", "topic", "a")
+	buffered := e.sidecar.Pipeline.Status().BufferedBytes
+	if in >= 2+n || buffered > budget+2*pad {
+		t.Fatalf("read %v of %d records, %d bytes buffered, while the commit was held: want the loop to stop at the budget (%d bytes)", in, 2+n, buffered, budget)
+	}
+	t.Logf("while the commit was held: read %v of %d records, %d bytes buffered (budget %d)", in, 2+n, buffered, budget)
+	releaseOnce.Do(func() { close(release) })
+	_, acc := e.settle(20 * time.Second)
+	if acc.Out != 2+n {
+		t.Fatalf("published %d of %d records", acc.Out, 2+n)
+	}
+}

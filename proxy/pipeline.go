@@ -240,12 +240,16 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 	tick := time.NewTicker(p.cfg.Tick)
 	defer tick.Stop()
 	for {
+		in := p.in
+		if p.holdInput() {
+			in = nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-consumeDone:
 			return errGroupStopped
-		case d := <-p.in:
+		case d := <-in:
 			p.handle(d)
 			p.drainIn()
 		case r := <-p.setups:
@@ -281,7 +285,7 @@ const batch = 256
 // whole batch.
 func (p *Pipeline) drainIn() {
 	for range batch {
-		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 {
+		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 || p.holdInput() {
 			return
 		}
 		select {
@@ -291,6 +295,23 @@ func (p *Pipeline) drainIn() {
 			return
 		}
 	}
+}
+
+// commitBudget bounds the bytes buffered while a transaction is in flight:
+// beyond it the loop stops taking records until the commit returns. What
+// is read during one commit goes into the next, so without a bound a long
+// commit (a backlog, hundreds of output partitions) makes the next one
+// longer, until one outlives PHASEGATE_TRANSACTION_TIMEOUT and the broker
+// aborts it (e2e P1 was fenced that way once). 16 MiB of 100-byte records
+// commit in about 1-2 s on 2 cores.
+const commitBudget = 16 << 20
+
+// holdInput reports whether the loop stops taking records: a transaction
+// is in flight and the buffer holds the budget (or half the memory bound,
+// if lower).
+func (p *Pipeline) holdInput() bool {
+	g := p.gen
+	return p.inflight != nil && g != nil && g.s.BufferedBytes() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
 }
 
 // drain answers session requests and drops records until the consumer
