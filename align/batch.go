@@ -24,7 +24,9 @@ type Batch[M any] struct {
 	Duplicates Duplicates
 	// quarantined is how many queued quarantine records the Batch took.
 	quarantined int
-	taskHdr     [][]byte // the session's, by output partition
+	// bytes weighs its phases' records against the memory bound.
+	bytes   int64
+	taskHdr [][]byte // the session's, by output partition
 }
 
 // Duplicates counts proven duplicates: retried records and repeated input
@@ -100,6 +102,7 @@ func (s *Session[M]) build() *Batch[M] {
 	}
 	b.Writes = make([]Write[M], 0, n)
 	skip := make(map[uint64]bool, len(s.sealed))
+	b.bytes, s.sealedBytes = s.sealedBytes, 0 // build takes every sealed phase
 	for i, seal := range s.sealed {
 		skip[seal.Phase] = true
 		b.Seals[i] = Sealed{Seal: seal, PerTopic: make(map[string]int, len(s.cfg.InputTopics))}

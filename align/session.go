@@ -109,7 +109,8 @@ type Session[M any] struct {
 	// sealed are phases Advance sealed that no Batch has taken yet.
 	sealed   []watermarks.Seal
 	inflight *Batch[M]
-	// sealedBytes weighs the records of sealed phases not yet committed.
+	// sealedBytes weighs the records of the sealed phases no Batch has
+	// taken yet.
 	sealedBytes int64
 	// dedupeFull is true while the "dedupe" pause is requested.
 	dedupeFull   bool
@@ -230,10 +231,19 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 func (s *Session[M]) Global() uint64 { return s.tracker.Global() }
 
 // BufferedBytes returns the bytes of records held in memory: in open
-// phases (what the tracker's pause decisions count) and in sealed phases
-// that no committed Batch has taken yet (while a Batch is in flight, the
-// phases sealed meanwhile wait for the next one).
-func (s *Session[M]) BufferedBytes() int64 { return s.tracker.BufferedBytes() + s.sealedBytes }
+// phases (what the tracker's pause decisions count), in sealed phases
+// waiting for a Batch (Waiting) and in the Batch in flight.
+func (s *Session[M]) BufferedBytes() int64 {
+	n := s.tracker.BufferedBytes() + s.sealedBytes
+	if s.inflight != nil {
+		n += s.inflight.bytes
+	}
+	return n
+}
+
+// Waiting returns the bytes of records in sealed phases that no Batch has
+// taken yet: while a Batch is in flight, what the next one will write.
+func (s *Session[M]) Waiting() int64 { return s.sealedBytes }
 
 // Partitions returns the session's partitions, sorted by topic and number.
 func (s *Session[M]) Partitions() []TP {

@@ -56,7 +56,7 @@ func (s *Session[M]) View() View {
 	snap := s.tracker.Snapshot()
 	v := View{
 		GlobalWatermark: snap.Global, GlobalMs: snap.GlobalMs, SealTimeout: snap.SealTimeout,
-		BufferedBytes: snap.BufferedBytes + s.sealedBytes, AllIdle: len(snap.Partitions) > 0, Dedupe: s.dedupe.Stats(),
+		BufferedBytes: s.BufferedBytes(), AllIdle: len(snap.Partitions) > 0, Dedupe: s.dedupe.Stats(),
 		Partitions: make([]PartitionStatus, len(snap.Partitions)),
 	}
 	for i, ps := range snap.Partitions {

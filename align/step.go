@@ -103,9 +103,6 @@ func (s *Session[M]) Committed(b *Batch[M]) {
 	}
 	s.inflight = nil
 	for _, seal := range b.Seals {
-		if ph := s.phases[seal.Phase]; ph != nil {
-			s.sealedBytes -= ph.bytes
-		}
 		delete(s.phases, seal.Phase)
 	}
 	s.sealed = s.sealed[len(b.Seals):]

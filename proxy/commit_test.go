@@ -143,7 +143,8 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 // one, so it is bounded: with the commit held and four times the budget
 // written (half of PHASEGATE_MAX_BUFFER_BYTES here, one partition, which
 // holds the watermark and is never paused), the loop stops taking records
-// at the budget, and takes the rest once the commit returns.
+// once the phases sealed meanwhile hold the budget, and takes the rest
+// once the commit returns.
 func TestReadingDuringACommitIsBounded(t *testing.T) {
 	e := newEnv(t, map[string]int32{"a": 1}, 1)
 	e.cfg.Watermarks.MaxBufferBytes = 1 << 20
@@ -181,8 +182,10 @@ func TestReadingDuringACommitIsBounded(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	in := counter(t, e, "phasegate_records_in_total", "topic", "a")
 	buffered := e.sidecar.Pipeline.Status().BufferedBytes
-	if in >= 2+n || buffered > budget+2*pad {
-		t.Fatalf("read %v of %d records, %d bytes buffered, while the commit was held: want the loop to stop at the budget (%d bytes)", in, 2+n, buffered, budget)
+	// Sealed phases stop at the budget; the open phase adds at most its 20
+	// records.
+	if in >= 2+n || buffered > budget+22*pad {
+		t.Fatalf("read %v of %d records, %d bytes buffered, while the commit was held: want the loop to stop once the sealed phases hold the budget (%d bytes)", in, 2+n, buffered, budget)
 	}
 	t.Logf("while the commit was held: read %v of %d records, %d bytes buffered (budget %d)", in, 2+n, buffered, budget)
 	releaseOnce.Do(func() { close(release) })

@@ -297,21 +297,23 @@ func (p *Pipeline) drainIn() {
 	}
 }
 
-// commitBudget bounds the bytes buffered while a transaction is in flight:
-// beyond it the loop stops taking records until the commit returns. What
-// is read during one commit goes into the next, so without a bound a long
-// commit (a backlog, hundreds of output partitions) makes the next one
-// longer, until one outlives PHASEGATE_TRANSACTION_TIMEOUT and the broker
-// aborts it (e2e P1 was fenced that way once). 16 MiB of 100-byte records
+// commitBudget bounds the bytes of sealed phases waiting for the next
+// transaction while one is in flight: beyond it the loop stops taking
+// records until the commit returns. Without a bound a long commit (a
+// backlog, hundreds of output partitions) makes the next one longer, until
+// one outlives PHASEGATE_TRANSACTION_TIMEOUT and the broker aborts it (e2e
+// P1 was fenced that way once). Open phases do not count: the tracker
+// bounds them by pausing the partitions ahead, never the one holding the
+// watermark, which must go on being read. 16 MiB of 100-byte records
 // commit in about 1-2 s on 2 cores.
 const commitBudget = 16 << 20
 
 // holdInput reports whether the loop stops taking records: a transaction
-// is in flight and the buffer holds the budget (or half the memory bound,
-// if lower).
+// is in flight and the next one holds the budget (or half the memory
+// bound, if lower).
 func (p *Pipeline) holdInput() bool {
 	g := p.gen
-	return p.inflight != nil && g != nil && g.s.BufferedBytes() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
+	return p.inflight != nil && g != nil && g.s.Waiting() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
 }
 
 // drain answers session requests and drops records until the consumer
