@@ -56,6 +56,9 @@
 //     package adds the reason "dedupe" while the dedupe cache is over its
 //     identity bound with only open phases left (dedupe's contract); the
 //     partition holding the global watermark is never paused.
+//     BufferedBytes counts every record held: open phases, sealed phases
+//     waiting for a Batch (Waiting, which the caller bounds while a Batch
+//     is in flight) and the Batch in flight.
 //   - Status is a pure function of the state: building it changes nothing.
 //     Transitions (idle, live, paused, resumed, seal timeouts) are reported
 //     by Step, once each, where they happen.
