@@ -25,8 +25,8 @@ type Batch[M any] struct {
 	// quarantined is how many queued quarantine records the Batch took.
 	quarantined int
 	// bytes weighs its phases' records against the memory bound.
-	bytes   int64
-	taskHdr [][]byte // the session's, by output partition
+	bytes int64
+	lanes *lanes // the session's
 }
 
 // Duplicates counts proven duplicates: retried records and repeated input
@@ -46,7 +46,7 @@ const (
 )
 
 // Write is one record of a Batch. It is small (40 bytes with a pointer
-// M): one is built per record committed.
+// M, TestWriteSize): one is built per record committed.
 type Write[M any] struct {
 	// Msg is the input record (Data, Quarantine).
 	Msg M
@@ -58,6 +58,9 @@ type Write[M any] struct {
 	// quarantine partition (Quarantine).
 	Partition int32
 	Kind      WriteKind
+	// slot is the writer's lane on Partition (lane.slot): it sits in the
+	// padding after Kind, so several writers cost Write no byte.
+	slot uint16
 }
 
 // Phase is the phasegate.phase header value of a Data or MarkerWrite
@@ -70,7 +73,9 @@ func (w Write[M]) Phase() []byte {
 }
 
 // Value is the JSON value of a MarkerWrite; its timestamp is Seal.Sealed.
-func (w Write[M]) Value() []byte { return w.Seal.markers[w.Partition] }
+func (w Write[M]) Value() []byte {
+	return w.Seal.markers[w.Seal.lanes.bySlot[w.Partition][w.slot]]
+}
 
 // Task is the phasegate.task header value of a Data write on a partition
 // with several writers (MARKERS.md 3.3); nil otherwise.
@@ -78,7 +83,7 @@ func (b *Batch[M]) Task(w Write[M]) []byte {
 	if w.Kind != Data {
 		return nil
 	}
-	return b.taskHdr[w.Partition]
+	return b.lanes.hdr[w.slot]
 }
 
 // Offset is a partition's offset to commit and its metadata.
@@ -92,9 +97,9 @@ type Offset struct {
 // Batch.
 func (s *Session[M]) build() *Batch[M] {
 	b := &Batch[M]{Seals: make([]Sealed, len(s.sealed)), Quarantined: map[markers.Reason]int{},
-		Duplicates: s.dups, quarantined: len(s.quar), taskHdr: s.taskHdr}
+		Duplicates: s.dups, quarantined: len(s.quar), lanes: &s.lanes}
 	s.dups = Duplicates{}
-	n := len(s.quar) + len(s.sealed)*len(s.cfg.Outputs)
+	n := len(s.quar) + len(s.sealed)*len(s.lanes.all)
 	for _, seal := range s.sealed {
 		if ph := s.phases[seal.Phase]; ph != nil {
 			n += len(ph.items)
@@ -122,43 +127,47 @@ func (s *Session[M]) build() *Batch[M] {
 	return b
 }
 
-// appendPhase appends a sealed phase's data records, then one marker on
-// every output partition the session writes (MARKERS.md 3.2, 3.3).
+// appendPhase appends a sealed phase's data records, then one marker per
+// lane (MARKERS.md 3.2, 3.3): a lane's marker counts the lane's records of
+// the phase only, so each writer's stream on a shared partition checks on
+// its own. Counts go to one flat table of lanes x topics, and one sources
+// map serves every marker in turn (AppendOutput copies it into the value).
 func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 	ph := s.phases[sl.Phase]
-	outs := s.cfg.OutputPartitions
-	counts := make([]int64, outs)
-	sources := make([]map[string]int64, outs)
-	for q := range sources {
-		sources[q] = make(map[string]int64, len(s.cfg.InputTopics))
-		for _, t := range s.cfg.InputTopics {
-			sources[q][t] = 0
-		}
-	}
+	topics := len(s.cfg.InputTopics)
+	counts := make([]int64, len(s.lanes.all)*topics)
 	sl.header = markers.AppendPhase(nil, sl.Phase)
-	sl.markers = make([][]byte, outs)
+	sl.markers, sl.lanes = make([][]byte, len(s.lanes.all)), &s.lanes
 	if ph != nil {
 		for _, it := range ph.items {
-			topic := s.byP[it.p].Topic
-			counts[it.out]++
-			sources[it.out][topic]++
-			sl.PerTopic[topic]++
-			b.Writes = append(b.Writes, Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Seal: sl})
+			ps := s.byP[it.p]
+			w := Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Seal: sl}
+			if l := s.lanes.of(ps, it.out); l >= 0 {
+				counts[int(l)*topics+ps.topic]++
+				w.slot = s.lanes.all[l].slot
+			}
+			sl.PerTopic[ps.Topic]++
+			b.Writes = append(b.Writes, w)
 		}
 		b.Records += len(ph.items)
 	}
-	for _, o := range s.cfg.Outputs {
-		q := o.Partition
-		if sl.Phase < s.from[q] {
+	sources := make(map[string]int64, topics)
+	for i, l := range s.lanes.all {
+		if sl.Phase < l.from {
 			continue // marked by the task's earlier owner
 		}
-		m := markers.Marker{
-			Phase: sl.Phase, Partition: q, Count: counts[q], HasCount: true, Sources: sources[q],
-			WatermarkMs: sl.WatermarkMs, SealedBy: markers.SealedBy(sl.By.String()), Emitter: s.cfg.Emitter,
-			Task: o.Task, Writers: o.Writers,
+		var count int64
+		for j, t := range s.cfg.InputTopics {
+			sources[t] = counts[i*topics+j]
+			count += sources[t]
 		}
-		sl.markers[q] = m.AppendOutput(nil)
-		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: q, Seal: sl})
+		m := markers.Marker{
+			Phase: sl.Phase, Partition: l.Partition, Count: count, HasCount: true, Sources: sources,
+			WatermarkMs: sl.WatermarkMs, SealedBy: markers.SealedBy(sl.By.String()), Emitter: s.cfg.Emitter,
+			Task: l.Task, Writers: l.Writers,
+		}
+		sl.markers[i] = m.AppendOutput(nil)
+		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: l.Partition, Seal: sl, slot: l.slot})
 		b.Markers++
 	}
 }

@@ -39,7 +39,12 @@ type part struct {
 	// counts holds, per phase, the data records read from this partition
 	// (proven duplicates not counted), to check an input marker's count.
 	counts map[uint64]int64
-	lag    lagState
+	// topic indexes Config.InputTopics, for the markers' sources.
+	topic int
+	// lanes is, per output partition, the lane of this partition's records
+	// routed there (lanes.ofInput): built once, read at each Batch.
+	lanes []int32
+	lag   lagState
 	// paused mirrors the tracker's effective pause state, as last reported.
 	paused bool
 	// idle is the idleness last reported by Step.

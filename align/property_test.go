@@ -51,10 +51,20 @@ func newChaos(t *testing.T, seed uint64) *chaos {
 		topics[string(rune('a'+i))] = int32(1 + rng.IntN(3))
 	}
 	idle := []time.Duration{300 * time.Millisecond, time.Second}[rng.IntN(2)]
+	out := int32(1 + rng.IntN(3))
+	var maxP int32
+	for _, n := range topics {
+		maxP = max(maxP, n)
+	}
 	opts := func(c *Config) {
 		c.Watermarks.IdleTimeout = idle
 		c.Watermarks.MaxOutOfOrderness = time.Duration(rng.IntN(3)*50) * time.Millisecond
 		c.Routing = Routing(rng.IntN(2))
+		if c.Routing == RouteKey && maxP >= 2 && rng.IntN(2) == 0 {
+			// Several tasks in the session, every one writing every output
+			// partition: one lane each there (MARKERS.md 3.3).
+			keyTasks(topics, out, int32(2+rng.IntN(int(maxP)-1)))(c)
+		}
 		if rng.IntN(2) == 0 {
 			c.Watermarks.MaxBufferBytes = 16 << 10
 		}
@@ -62,7 +72,7 @@ func newChaos(t *testing.T, seed uint64) *chaos {
 			c.Dedupe.MaxSealedPhases, c.Dedupe.MaxIdentities = 2, 40
 		}
 	}
-	h := newHarness(t, topics, int32(1+rng.IntN(3)), opts)
+	h := newHarness(t, topics, out, opts)
 	c := &chaos{harness: h, rng: rng, clocks: map[TP]int64{}, ids: map[TP]int{}, paused: map[TP]bool{}, lastCommit: map[TP]int64{}}
 	return c
 }
@@ -119,6 +129,9 @@ func (c *chaos) append(k TP) {
 			mk.Count, mk.HasCount = int64(c.rng.IntN(3)), true
 		}
 		r = in{topic: k.Topic, part: k.Partition, marker: mk}
+	}
+	if c.cfg.Routing == RouteKey && r.marker == nil && r.key == "" && c.rng.IntN(4) > 0 {
+		r.key = fmt.Sprintf("k%d", c.rng.IntN(8)) // a retry above keeps its key
 	}
 	if r.id == "" && r.marker == nil && c.rng.IntN(2) == 0 {
 		c.ids[k]++

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,9 +20,11 @@ type Config struct {
 	// the output and quarantine topics; both > 0.
 	OutputPartitions     int32
 	QuarantinePartitions int32
-	// Outputs are the output partitions this session writes a marker on
-	// for each sealed phase, with the marker's Task and Writers fields
-	// (tasks.Layout.MarkerFields; 0 and 0 on a partition with one writer).
+	// Outputs are the lanes this session writes (MARKERS.md 3.3): for each
+	// sealed phase, each entry writes one marker on its Partition, with the
+	// marker's Task and Writers fields (tasks.Layout.MarkerFields; 0 and 0
+	// on a partition with one writer), counting that lane's records only.
+	// Several entries may share a partition, one per task (key routing).
 	// Nil means every output partition, with one writer each.
 	Outputs []Output
 	// Emitter is written into every output marker (the transactional ID).
@@ -63,11 +64,13 @@ func (c Config) Validate() error {
 type Output struct {
 	Partition, Task, Writers int32
 	// Inputs are the input partitions of the task that writes Partition:
-	// their committed metadata says up to which phase the task has marked
-	// it already, so the session writes markers there only from that phase
-	// on, and records of those partitions in earlier phases are late. A
-	// session owning several tasks starts each at its own point. Nil: the
-	// session's partitions are one task.
+	// the entry is that task's lane there, holding the records of these
+	// inputs routed to Partition. Their committed metadata says up to which
+	// phase the task has marked it already, so the session writes the
+	// lane's markers only from that phase on, and records of those
+	// partitions in earlier phases are late. A session owning several
+	// tasks starts each at its own point. Nil: the session's partitions
+	// are one task.
 	Inputs []TP
 }
 
@@ -122,12 +125,9 @@ type Session[M any] struct {
 	replaying int
 	foreign   []TP
 	idbuf     []byte
-	// taskHdr is, per output partition, the phasegate.task value of this
-	// session's data there: nil where it is the only writer.
-	taskHdr [][]byte
-	// from is, per output partition, the first phase this session marks
-	// there: below it, the task's earlier owner did (Output.Inputs).
-	from []uint64
+	// lanes are the session's writers, one per Output entry (MARKERS.md
+	// 3.3): each counts, marks and tags its own records.
+	lanes lanes
 }
 
 // New starts a session over the partitions in starts. A partition whose
@@ -172,43 +172,33 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		return nil, err
 	}
 	if cfg.Outputs == nil {
-		all := make([]TP, len(starts))
-		for i, st := range starts {
-			all[i] = st.TP
-		}
 		for o := range cfg.OutputPartitions {
-			cfg.Outputs = append(cfg.Outputs, Output{Partition: o, Inputs: all})
+			cfg.Outputs = append(cfg.Outputs, Output{Partition: o})
 		}
 	}
-	// Each task starts where its last committed transaction left it.
-	from, sealedBelow := make([]uint64, cfg.OutputPartitions), make(map[TP]uint64, len(starts))
-	for _, o := range cfg.Outputs {
-		for _, k := range o.Inputs {
-			from[o.Partition] = max(from[o.Partition], byTP[k])
-		}
+	all := make([]TP, len(starts))
+	for i, st := range starts {
+		all[i] = st.TP
 	}
-	for _, o := range cfg.Outputs {
-		for _, k := range o.Inputs {
-			sealedBelow[k] = max(sealedBelow[k], from[o.Partition])
-		}
+	ls, err := newLanes(cfg.Outputs, cfg.OutputPartitions, all, byTP)
+	if err != nil {
+		return nil, err
 	}
 	s := &Session[M]{
 		cfg: cfg, now: cfg.Watermarks.Now, tracker: tracker, dedupe: cache, markers: dedupe.NewMarkers(),
-		parts: make(map[TP]*part, len(starts)), phases: map[uint64]*phase[M]{}, foreign: foreign,
-		taskHdr: make([][]byte, cfg.OutputPartitions), from: from,
+		parts: make(map[TP]*part, len(starts)), phases: map[uint64]*phase[M]{}, foreign: foreign, lanes: ls,
 	}
-	for _, o := range cfg.Outputs {
-		if o.Writers >= 2 {
-			s.taskHdr[o.Partition] = strconv.AppendInt(nil, int64(o.Task), 10) // MARKERS.md 2
-		}
+	topicIdx := make(map[string]int, len(cfg.InputTopics))
+	for i, t := range cfg.InputTopics {
+		topicIdx[t] = i
 	}
 	for i, st := range starts {
 		cm := metas[i]
 		ps := &part{
 			TP: st.TP, key: dedupe.PartitionKey{Topic: st.Topic, Partition: st.Partition},
 			p: tracker.Add(st.Topic, st.Partition), next: st.Offset,
-			replayBelow: cm.consumed, resolvedBelow: cm.global, sealedBelow: max(cm.global, sealedBelow[st.TP]),
-			counts:    map[uint64]int64{},
+			replayBelow: cm.consumed, resolvedBelow: cm.global, sealedBelow: max(cm.global, ls.sealedBelow[st.TP]),
+			counts: map[uint64]int64{}, topic: topicIdx[st.Topic], lanes: ls.ofInput[st.TP],
 			replaying: st.Offset < cm.consumed,
 		}
 		if ps.replaying {

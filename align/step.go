@@ -120,5 +120,6 @@ type Sealed struct {
 	// PerTopic counts its data records per input topic.
 	PerTopic map[string]int
 	header   []byte   // the phasegate.phase value
-	markers  [][]byte // marker values by output partition
+	markers  [][]byte // marker values by lane
+	lanes    *lanes   // the session's, to find a marker write's lane
 }

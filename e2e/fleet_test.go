@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,6 +116,65 @@ func TestM3OneThenTwo(t *testing.T) {
 	sc.finish()
 	r := sc.check()
 	checkVersion1(t, r.outRecs)
+}
+
+// M2: key routing with two instances. The default layout has T =
+// min(3 orders partitions, 3 outputs) = 3 tasks, every one writing every
+// output partition: each partition has 3 writers, each writing its own
+// lane (MARKERS.md 3.3), whichever instance owns the task. One instance
+// is SIGKILLed once mid-run and restarted by its supervisor: its tasks'
+// lanes fall silent and resume, readers see nothing torn. Then the usual
+// check (through markers.Reader's lane rules) and the check that the
+// output is version 2 with writers = 3.
+func TestM2KeyRouting(t *testing.T) {
+	sc := newScenario(t, "M2")
+	sc.env["PHASEGATE_ROUTING"] = "key"
+	sc.start(newPlan(sc.topo, 22, nil), nil)
+	b := sc.addInstance("b")
+	sc.waitShared(2)
+	sc.waitProgress(0.4)
+	took := sc.killAndResume(b)
+	sc.finish()
+	r := sc.check()
+	checkWriters(t, r.outRecs, ordersParts)
+	t.Logf("the restarted instance committed its first phase %s after its start", took.Round(10*time.Millisecond))
+}
+
+// checkWriters fails unless every output marker is version 2 with
+// writers = w and a task below w, every data record carries a
+// phasegate.task below w, and every partition has markers of all w
+// writers: key routing with w tasks (MARKERS.md 3.3).
+func checkWriters(t *testing.T, parts [][]*kgo.Record, w int32) {
+	t.Helper()
+	bad := 0
+	for p, recs := range parts {
+		seen := map[int32]bool{}
+		for _, r := range recs {
+			if header(r, markers.HeaderMarker) != "1" {
+				task, err := strconv.ParseInt(header(r, markers.HeaderTask), 10, 32)
+				if err != nil || task < 0 || task >= int64(w) {
+					if bad++; bad <= 5 {
+						t.Errorf("partition %d offset %d: data record with %s %q, want a task below %d", p, r.Offset, markers.HeaderTask, header(r, markers.HeaderTask), w)
+					}
+				}
+				continue
+			}
+			m, err := markers.DecodeOutputMarker(r.Value)
+			if err != nil || m.Writers != w || m.Task < 0 || m.Task >= w || !strings.HasPrefix(string(r.Value), `{"v":2,`) {
+				if bad++; bad <= 5 {
+					t.Errorf("partition %d offset %d: not a version 2 marker of %d writers (%v): %s", p, r.Offset, w, err, r.Value)
+				}
+				continue
+			}
+			seen[m.Task] = true
+		}
+		if len(recs) > 0 && len(seen) != int(w) {
+			t.Errorf("partition %d has markers of %d writers, want %d", p, len(seen), w)
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d output records are not version 2 of %d writers", bad, w)
+	}
 }
 
 // waitShared waits until n running instances each own at least one task

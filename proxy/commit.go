@@ -174,11 +174,11 @@ func (p *Pipeline) message(b *align.Batch[*sarama.ConsumerMessage], w align.Writ
 func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage], task []byte) *sarama.ProducerMessage {
 	msg := w.Msg
 	source := markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset)
-	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+3)
+	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+4)
 	var hasPhase, hasID bool
 	for _, h := range msg.Headers {
-		if bytes.Equal(h.Key, []byte(markers.HeaderSource)) {
-			continue // an upstream phasegate's source is replaced by ours
+		if bytes.Equal(h.Key, []byte(markers.HeaderSource)) || bytes.Equal(h.Key, []byte(markers.HeaderTask)) {
+			continue // an upstream phasegate's source and task are replaced by ours (MARKERS.md 2)
 		}
 		hasPhase = hasPhase || bytes.Equal(h.Key, []byte(markers.HeaderPhase))
 		hasID = hasID || bytes.Equal(h.Key, []byte(markers.HeaderID))
@@ -191,6 +191,9 @@ func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage], task []by
 		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderID), Value: source})
 	}
 	headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderSource), Value: source})
+	if task != nil {
+		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderTask), Value: task})
+	}
 	return &sarama.ProducerMessage{
 		Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
 		Key: encoder(msg.Key), Value: encoder(msg.Value), Headers: headers,

@@ -37,8 +37,13 @@ type Config struct {
 	// missing.
 	WatermarkTopic string
 	Routing        Routing
-	Watermarks     watermarks.Config
-	Dedupe         dedupe.Config
+	// Tasks is, with key routing, the number of tasks (tasks.Topology.Tasks:
+	// 0 is the layout's default, min(largest input's partitions, output
+	// partitions)); each output partition then has Tasks writers (wire
+	// format version 2 when above 1). 0 with partition routing.
+	Tasks      int32
+	Watermarks watermarks.Config
+	Dedupe     dedupe.Config
 	// Tick is how often the pipeline re-evaluates idleness, timeouts and the
 	// watermark when no record arrives.
 	Tick time.Duration
@@ -78,6 +83,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("PHASEGATE_WATERMARK_TOPIC=%q must be a topic of its own, neither an input, the output nor the quarantine topic", c.WatermarkTopic)
 	case c.TransactionalID == "":
 		return fmt.Errorf("PHASEGATE_TRANSACTIONAL_ID is empty")
+	case c.Tasks < 0 || c.Tasks != 0 && c.Routing != RouteKey:
+		return fmt.Errorf("PHASEGATE_TASKS=%d: set it only with PHASEGATE_ROUTING=key, to 1 or more", c.Tasks)
 	case c.Tick <= 0 || c.LagInterval <= 0 || c.QuarantineDelay <= 0:
 		return fmt.Errorf("proxy: Tick, LagInterval and QuarantineDelay must be positive")
 	case c.Watermarks.Now == nil:

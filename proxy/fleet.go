@@ -21,14 +21,13 @@ import (
 const reportEvery = 100 * time.Millisecond
 
 // newLayout builds the task layout from the topics' partition counts
-// (tasks.Layout). Key routing runs one task: its output partitions would
-// otherwise have several writers, whose markers (MARKERS.md 3.3) the
-// session does not write yet, so one instance owns every partition and the
-// others stand by.
+// (tasks.Layout). With key routing every task writes every output
+// partition: with more than one task, each writes its own lane there
+// (MARKERS.md 3.3).
 func newLayout(c sarama.Client, cfg Config, outParts int32) (*tasks.Layout, error) {
 	t := tasks.Topology{Routing: tasks.RoutePartition, OutputPartitions: outParts}
 	if cfg.Routing == RouteKey {
-		t.Routing, t.Tasks = tasks.RouteKey, 1
+		t.Routing, t.Tasks = tasks.RouteKey, cfg.Tasks
 	}
 	for _, topic := range cfg.InputTopics {
 		ps, err := c.Partitions(topic)

@@ -162,7 +162,8 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 			inputs = append(inputs, align.TP{Topic: k.Topic, Partition: k.Partition})
 		}
 		for _, o := range p.deps.Layout.Outputs(id) {
-			cfg.Outputs = append(cfg.Outputs, align.Output{Partition: o, Inputs: inputs})
+			task, writers, _ := p.deps.Layout.MarkerFields(id, o)
+			cfg.Outputs = append(cfg.Outputs, align.Output{Partition: o, Task: task, Writers: writers, Inputs: inputs})
 		}
 	}
 	if cfg.Outputs == nil {

@@ -80,9 +80,9 @@ func startMember(ctx context.Context, t *testing.T, brokers []string, l *Layout,
 	cfg := sarama.NewConfig()
 	cfg.ClientID = "tasks-test-" + name
 	cfg.Version = sarama.V3_9_0_0
-	cfg.Consumer.Group.Session.Timeout = time.Second
+	cfg.Consumer.Group.Session.Timeout = 3 * time.Second // with 1 s, a survivor once lost a task under -race on 2 loaded cores (suspected: its session expired and it rejoined without its tasks)
 	cfg.Consumer.Group.Heartbeat.Interval = 100 * time.Millisecond
-	cfg.Consumer.Group.Rebalance.Timeout = 2 * time.Second
+	cfg.Consumer.Group.Rebalance.Timeout = 5 * time.Second
 	cfg.Consumer.Group.Rebalance.Retry.Backoff = 50 * time.Millisecond
 	m := &groupMember{s: NewStrategy(l), done: make(chan struct{}), gen: -1}
 	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{m.s}

@@ -39,6 +39,7 @@ type Config struct {
 	IdleTimeout        time.Duration     `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
 	MaxBufferBytes     int64             `env:"MAX_BUFFER_BYTES" envDefault:"268435456" help:"bound on buffered record bytes; partitions running ahead are paused"`
 	Routing            string            `env:"ROUTING" envDefault:"partition" help:"output partition: partition (p mod P_out) or key (murmur2, as Kafka's Java producer)"`
+	Tasks              string            `env:"TASKS" help:"with ROUTING=key: how many tasks share the work, each writing its own markers on every output partition (wire format v2 when above 1); unset = min(largest input's partitions, output partitions); never change it on an output topic"`
 	AllowSplitKeys     bool              `env:"ALLOW_SPLIT_KEYS" envDefault:"false" help:"start with ROUTING=partition although the fork topics differ in partition count (one key then reaches several output partitions)"`
 	SealTimeoutMin     time.Duration     `env:"SEAL_TIMEOUT_MIN" envDefault:"10s" help:"lower bound of the adaptive seal timeout (p99 phase duration x 1.5)"`
 	SealTimeoutMax     time.Duration     `env:"SEAL_TIMEOUT_MAX" envDefault:"5m" help:"upper bound of the adaptive seal timeout"`
@@ -195,6 +196,25 @@ func (c Config) routing() (proxy.Routing, error) {
 	return 0, badVar("ROUTING", c.Routing, "partition or key")
 }
 
+// tasks is PHASEGATE_TASKS: 0 (the layout's default) when unset or empty.
+// It is refused with partition routing, whose tasks follow the output
+// partitions (tasks.Layout): a count there would break the one-writer
+// layout instead of being ignored.
+func (c Config) tasks(routing proxy.Routing) (int32, error) {
+	if c.Tasks == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(c.Tasks, 10, 32)
+	if err != nil || n < 1 {
+		return 0, badVar("TASKS", c.Tasks, "a whole number of at least 1, or unset for the default (min(largest input's partitions, output partitions))")
+	}
+	if routing != proxy.RouteKey {
+		return 0, &configError{fmt.Sprintf("%sTASKS=%q is set but %sROUTING=%q: the tasks of partition routing follow the output partitions; set %sROUTING=key or unset %sTASKS",
+			envPrefix, c.Tasks, envPrefix, c.Routing, envPrefix, envPrefix)}
+	}
+	return int32(n), nil
+}
+
 func (c Config) kafkaVersion() (sarama.KafkaVersion, error) {
 	v, err := sarama.ParseKafkaVersion(c.KafkaVersion)
 	if err != nil || !v.IsAtLeast(sarama.V2_3_0_0) {
@@ -213,9 +233,14 @@ func (c Config) pipeline() (proxy.Config, error) {
 	if err != nil {
 		return proxy.Config{}, badVar("SEAL_POLICY", c.SealPolicy, "wait or seal")
 	}
+	tasks, err := c.tasks(routing)
+	if err != nil {
+		return proxy.Config{}, err
+	}
 	return proxy.Config{
 		InputTopics: c.InputTopics, OutputTopic: c.OutputTopic, QuarantineTopic: c.QuarantineTopic,
 		WatermarkTopic: c.WatermarkTopic, GroupID: c.GroupID, TransactionalID: c.TransactionalID, InstanceID: c.InstanceID, Routing: routing,
+		Tasks: tasks,
 		Watermarks: watermarks.Config{
 			PhaseLength: c.PhaseLength, MaxOutOfOrderness: c.MaxOutOfOrderness, IdleTimeout: c.IdleTimeout,
 			MaxBufferBytes: c.MaxBufferBytes, SealTimeoutMin: c.SealTimeoutMin, SealTimeoutMax: c.SealTimeoutMax,

@@ -123,6 +123,12 @@ func refusals() []struct {
 			`PHASEGATE_STRICT_CONFIG="maybe": not a bool: use true or false`},
 		{"routing unknown", map[string]string{"PHASEGATE_ROUTING": "random"},
 			`PHASEGATE_ROUTING="random": partition or key`},
+		{"tasks with partition routing", map[string]string{"PHASEGATE_TASKS": "3"},
+			`PHASEGATE_TASKS="3" is set but PHASEGATE_ROUTING="partition": the tasks of partition routing follow the output partitions; set PHASEGATE_ROUTING=key or unset PHASEGATE_TASKS`},
+		{"tasks zero", map[string]string{"PHASEGATE_ROUTING": "key", "PHASEGATE_TASKS": "0"},
+			`PHASEGATE_TASKS="0": a whole number of at least 1, or unset for the default (min(largest input's partitions, output partitions))`},
+		{"tasks not a number", map[string]string{"PHASEGATE_ROUTING": "key", "PHASEGATE_TASKS": "many"},
+			`PHASEGATE_TASKS="many": a whole number of at least 1, or unset for the default (min(largest input's partitions, output partitions))`},
 		{"seal policy unknown", map[string]string{"PHASEGATE_SEAL_POLICY": "maybe"},
 			`PHASEGATE_SEAL_POLICY="maybe": wait or seal`},
 		{"kafka version too old", map[string]string{"PHASEGATE_KAFKA_VERSION": "0.10.0"},
@@ -293,6 +299,40 @@ func TestForUsers(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			if got := forUsers(tt.in); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// PHASEGATE_TASKS reaches proxy.Config.Tasks with key routing; unset or
+// empty is 0, the layout's default.
+func TestTasksVariable(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        int32
+	}{
+		{"unset", unset, 0},
+		{"empty", "", 0},
+		{"one", "1", 1},
+		{"three", "3", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			environ := validEnv()
+			environ["PHASEGATE_ROUTING"] = "key"
+			if tt.value != unset {
+				environ["PHASEGATE_TASKS"] = tt.value
+			}
+			cfg, _, err := loadConfig(environ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pc, err := cfg.pipeline()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pc.Tasks != tt.want {
+				t.Fatalf("proxy.Config.Tasks = %d, want %d", pc.Tasks, tt.want)
 			}
 		})
 	}

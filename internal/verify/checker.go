@@ -109,7 +109,9 @@ func (c *Checker) Feed(rec *Record) {
 		}
 		c.violate(fromMarkers(mv))
 	}
-	if ph != nil {
+	// On a partition with several writers one record can complete several
+	// phases (MARKERS.md 3.3, rule M8): the reader hands the rest to Next.
+	for ; ph != nil; ph = p.r.Next() {
 		c.closePart(p, ph)
 	}
 }
@@ -117,9 +119,14 @@ func (c *Checker) Feed(rec *Record) {
 // leaveLeadIn starts checking p after its first marker, when that marker
 // is well formed: a synthetic empty marker of the same phase tells p's
 // reader where the range starts without counting the skipped records.
+//
+// A mid-log read of a partition with several writers is not supported:
+// its lanes interleave, so one writer's first marker does not start the
+// others' phases. Its lead-in never ends; the partition is left unchecked
+// (every record counted as lead-in) rather than misread.
 func (c *Checker) leaveLeadIn(p *partState, rec *Record, phase uint64) {
 	m, err := markers.DecodeOutputMarker(rec.Value)
-	if err != nil || m.Phase != phase {
+	if err != nil || m.Phase != phase || m.Writers >= 2 {
 		return
 	}
 	p.primeBuf = markers.Marker{Phase: phase, Partition: p.idx, SealedBy: markers.SealedByWatermark, Emitter: "verify"}.AppendOutput(p.primeBuf[:0])
@@ -263,6 +270,18 @@ func (p *partState) dropStamps(off int64) {
 		i++
 	}
 	p.ts = p.ts[:copy(p.ts, p.ts[i:])]
+}
+
+// dropPhaseStamps forgets the timestamps of recs (in offset order, as a
+// phase holds them).
+func (p *partState) dropPhaseStamps(recs []markers.Record) {
+	i := 0
+	p.ts = slices.DeleteFunc(p.ts, func(s stamp) bool {
+		for i < len(recs) && recs[i].Offset < s.off {
+			i++
+		}
+		return i < len(recs) && recs[i].Offset == s.off
+	})
 }
 
 func sortedKeys[V any](m map[string]V) []string {

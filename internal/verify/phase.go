@@ -77,8 +77,9 @@ func (c *Checker) phase(id uint64) *phaseState {
 // closePart takes a phase that p's reader returned whole.
 func (c *Checker) closePart(p *partState, ph *markers.Phase) {
 	p.last, p.hasLast = ph.ID, true
-	p.st.Markers++
-	c.stats.Markers++
+	nm := int64(max(1, len(ph.Markers))) // several writers: each one's marker of the phase
+	p.st.Markers += nm
+	c.stats.Markers += nm
 	ps := c.phase(ph.ID)
 	pp := &ps.sum.Partitions[p.idx]
 	n := int64(len(ph.Records))
@@ -122,7 +123,13 @@ func (c *Checker) closePart(p *partState, ph *markers.Phase) {
 			c.keep.add(p.idx, rec.Offset, ph.ID, &meta, c)
 		}
 	}
-	p.dropStamps(ph.MarkerOffset)
+	if ph.Markers == nil {
+		p.dropStamps(ph.MarkerOffset)
+	} else {
+		// Several writers interleave: records of later phases can precede
+		// this phase's last marker, so only this phase's stamps go.
+		p.dropPhaseStamps(ph.Records)
+	}
 	c.advance()
 }
 
