@@ -52,6 +52,7 @@ func (s *Session[M]) Step() Step[M] {
 		s.sealed = append(s.sealed, seal)
 		if ph := s.phases[seal.Phase]; ph != nil {
 			s.sealedBytes += ph.bytes
+			s.tracker.Hold(ph.bytes) // still in memory until committed
 		}
 	}
 	if s.dedupeFull && !s.dedupe.Full() {
@@ -105,6 +106,7 @@ func (s *Session[M]) Committed(b *Batch[M]) {
 	for _, seal := range b.Seals {
 		delete(s.phases, seal.Phase)
 	}
+	s.tracker.Hold(-b.bytes)
 	s.sealed = s.sealed[len(b.Seals):]
 	n := copy(s.quar, s.quar[b.quarantined:])
 	clear(s.quar[n:])

@@ -310,7 +310,10 @@ const commitBudget = 16 << 20
 
 // holdInput reports whether the loop stops taking records: a transaction
 // is in flight and the next one holds the budget (or half the memory
-// bound, if lower).
+// bound, if lower). Memory as a whole is the tracker's: sealed phases
+// waiting or in flight count toward its bound like open ones (align holds
+// them there), so partitions ahead are paused and the one holding the
+// watermark is still read.
 func (p *Pipeline) holdInput() bool {
 	g := p.gen
 	return p.inflight != nil && g != nil && g.s.Waiting() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)

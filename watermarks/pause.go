@@ -62,11 +62,12 @@ func (t *Tracker) Actions() []Action {
 	return out
 }
 
-// backpressure applies invariant 5: from half the byte bound until a quarter,
+// backpressure applies invariant 5: from half the byte bound (open phases
+// plus what the caller holds) until a quarter,
 // every live partition ahead of the global watermark is asked to pause; then
 // every partition's effective state is refreshed against the new Global.
 func (t *Tracker) backpressure(now time.Time) {
-	switch b := t.bufBytes; {
+	switch b := t.bufBytes + t.held; {
 	case 2*b >= t.cfg.MaxBufferBytes:
 		t.pressure = true
 	case 4*b <= t.cfg.MaxBufferBytes:

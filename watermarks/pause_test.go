@@ -47,6 +47,18 @@ func TestBackpressure(t *testing.T) {
 			}
 		},
 	}, {
+		name: "held bytes of sealed phases count toward the bound until released",
+		run: func(h *harness, a, b P) {
+			h.sized(a, 500, 100)
+			h.sized(b, 3500, 100)
+			h.tr.Hold(300) // sealed phases waiting for or in a transaction
+			h.advance()
+			h.wantActions("1:pause[buffer]")
+			h.tr.Hold(-300)
+			h.advance()
+			h.wantActions("1:resume[]")
+		},
+	}, {
 		name: "at a quarter the partition ahead resumes",
 		run: func(h *harness, a, b P) {
 			h.sized(a, 500, 250)

@@ -45,6 +45,9 @@ type Tracker struct {
 	free   []*phase          // sealed phase states kept for reuse
 
 	bufBytes int64
+	// held is the bytes of sealed phases the caller still holds in memory
+	// (Hold): they count toward the bound like open phases.
+	held     int64
 	pressure bool // between crossing half the bound and falling to a quarter
 	dirty    []P  // partitions whose effective pause state may have changed
 
@@ -144,9 +147,14 @@ func (t *Tracker) Idle(p P) bool { return t.parts[p].idle }
 // once), as Snapshot().Timeouts.
 func (t *Tracker) Timeouts() int64 { return t.timeouts }
 
-// BufferedBytes returns the bytes of records in open phases: what the
-// backpressure bound applies to.
+// BufferedBytes returns the bytes of records in open phases; the
+// backpressure bound applies to them plus what Hold added.
 func (t *Tracker) BufferedBytes() int64 { return t.bufBytes }
+
+// Hold adds n (or, negative, removes) bytes of sealed phases that the
+// caller still holds in memory, waiting for or in a transaction, to what
+// the backpressure bound counts. The caller removes what it added.
+func (t *Tracker) Hold(n int64) { t.held += n }
 
 // Global returns the first unsealed phase. It never decreases.
 func (t *Tracker) Global() uint64 { return t.global }
