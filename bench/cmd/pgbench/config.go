@@ -57,6 +57,12 @@ type config struct {
 	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`            // how far in the past the input is stamped
 	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases"`          // the sidecar's status with the per-partition list
 	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"` // stream threads of the pass-through there
+
+	// The instances step (issue 11): 1, 2, 3 sidecars of one group over one input.
+	Instances      []int         `env:"INSTANCES" envDefault:"1,2,3"`
+	InstancesKill  int           `env:"INSTANCES_KILL" envDefault:"2"` // the run of this many instances SIGKILLs and restarts one; 0 none
+	InstancesPhase time.Duration `env:"INSTANCES_PHASE" envDefault:"100ms"`
+	InstancesSize  int           `env:"INSTANCES_SIZE" envDefault:"100"`
 }
 
 // Sentinel errors of the configuration.
@@ -100,9 +106,9 @@ func (c config) validate() error {
 	}
 	for _, s := range c.Steps {
 		switch s {
-		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions":
+		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions", "instances":
 		default:
-			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions)", errConfig, s)
+			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions, instances)", errConfig, s)
 		}
 	}
 	return c.validateStreams()
