@@ -35,7 +35,11 @@ type instancesRun struct {
 type recovery struct {
 	Instance string  // the transactional ID (= static instance ID) restarted
 	FleetS   float64 // restart → the output's last stable offsets next move (any instance commits)
-	OwnS     float64 // restart → the restarted instance's first committed data records
+	// StallS is the longest the output's last stable offsets stood still
+	// between the kill and the run's end: survivors may still seal up to
+	// the killed tasks' last report, so FleetS alone can hide the outage.
+	StallS float64
+	OwnS   float64 // restart → the restarted instance's first committed data records
 }
 
 func (r *instancesRun) ok() bool { return r != nil && r.Err == nil && r.Check == nil && r.Seconds > 0 }
@@ -137,8 +141,8 @@ func (r *runner) fleetRelay(ctx context.Context, name string, in relayInput, k i
 	wg.Go(func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		var restartAt time.Time
-		var lsoAtRestart int64
+		var restartAt, lastMove time.Time
+		var lsoAtRestart, lastLSO int64
 		for {
 			select {
 			case <-wctx.Done():
@@ -182,16 +186,19 @@ func (r *runner) fleetRelay(ctx context.Context, name string, in relayInput, k i
 					return
 				}
 				restartAt, lsoAtRestart = sc.p.started, lso
+				lastMove, lastLSO = time.Now(), lso // the kill; the SIGKILL itself is instant
 				mu.Lock()
 				killedCPU += victim.p.cpuSeconds()
 				scs[k-1] = sc
 				mu.Unlock()
 				res.Recover = &recovery{Instance: envs[k-1].TxnID}
 			case !restartAt.IsZero():
-				if res.Recover.FleetS == 0 {
-					if lso, err := committedEnd(wctx, cl, e.Output); err == nil && lso > lsoAtRestart {
+				if lso, err := committedEnd(wctx, cl, e.Output); err == nil && lso > lastLSO {
+					if res.Recover.FleetS == 0 && lso > lsoAtRestart {
 						res.Recover.FleetS = now.Sub(restartAt).Seconds()
 					}
+					res.Recover.StallS = max(res.Recover.StallS, now.Sub(lastMove).Seconds())
+					lastMove, lastLSO = now, lso
 				}
 				if res.Recover.OwnS == 0 && ownOut > 0 {
 					res.Recover.OwnS = now.Sub(restartAt).Seconds()

@@ -31,8 +31,10 @@ One broker and every instance share this machine's cores, so total records/s can
 instance count here; CPU per million records shows what the extra instances cost. Recovery: the last
 instance is SIGKILLed once half the records are out and restarted at once with the same
 PHASEGATE_TRANSACTIONAL_ID (= static group.instance.id); "fleet" is restart → the output's last stable
-offsets next moving (any instance committed), "own" is restart → the restarted instance's first
-committed data records (phasegate_records_out_total > 0).
+offsets next moving (any instance committed; a survivor may still seal up to the killed tasks' last
+report, so this can be near 0), "own" is restart → the restarted instance's first committed data
+records (phasegate_records_out_total > 0), "stood still" is the longest gap between moves of the
+output's last stable offsets from the kill to the end. All polled every 100 ms.
 `)
 }
 
@@ -62,6 +64,15 @@ func recoveryLine(r *instancesRun) string {
 	if rc == nil {
 		return ""
 	}
-	return fmt.Sprintf("Recovery (%d instances, %s SIGKILLed and restarted at once): fleet's next commit %s s after the restart, the restarted instance's own first commit %s s after it.",
-		r.N, rc.Instance, optS(rc.FleetS), optS(rc.OwnS))
+	return fmt.Sprintf("Recovery (%d instances, %s SIGKILLed and restarted at once): fleet's next commit %s s after the restart, the restarted instance's own first commit %s s after it; the output stood still at most %s s from the kill on.",
+		r.N, rc.Instance, secs(rc.FleetS), secs(rc.OwnS), secs(rc.StallS))
+}
+
+// secs formats a recovery time to 10 ms ("-" when not seen): the polls run
+// every 100 ms, and optS's 0.1 s would show a fast recovery as 0.0.
+func secs(s float64) string {
+	if s <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", s)
 }
