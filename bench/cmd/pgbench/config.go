@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -36,7 +37,7 @@ type config struct {
 	Compare       string          `env:"COMPARE"`               // another sidecar binary: every relay runs with both, alternately
 	CompareLabel  string          `env:"COMPARE_LABEL" envDefault:"B"`
 	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
-	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions"`
+	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions,instances"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step
 	StallTimeout  time.Duration   `env:"STALL_TIMEOUT" envDefault:"90s"` // a relay with no progress this long fails
@@ -111,7 +112,30 @@ func (c config) validate() error {
 			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions, instances)", errConfig, s)
 		}
 	}
+	if err := c.validateInstances(); err != nil {
+		return err
+	}
 	return c.validateStreams()
+}
+
+// validateInstances checks the instances step: each count must find a task
+// (there are instancesOutParts), and the killed run must be one that runs.
+func (c config) validateInstances() error {
+	if !c.step("instances") {
+		return nil
+	}
+	for _, n := range c.Instances {
+		if n < 1 || n > instancesOutParts {
+			return fmt.Errorf("%w: BENCH_INSTANCES: %d is outside 1..%d (the step's tasks)", errConfig, n, instancesOutParts)
+		}
+	}
+	if c.InstancesKill != 0 && !slices.Contains(c.Instances, c.InstancesKill) {
+		return fmt.Errorf("%w: BENCH_INSTANCES_KILL=%d is not one of BENCH_INSTANCES %v (0: no kill)", errConfig, c.InstancesKill, c.Instances)
+	}
+	if c.InstancesPhase < time.Millisecond || c.InstancesSize < 16 {
+		return fmt.Errorf("%w: BENCH_INSTANCES_PHASE=%s (at least 1ms), BENCH_INSTANCES_SIZE=%d (at least 16)", errConfig, c.InstancesPhase, c.InstancesSize)
+	}
+	return nil
 }
 
 func (c config) step(name string) bool {

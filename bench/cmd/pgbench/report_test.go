@@ -193,6 +193,10 @@ func TestConfig(t *testing.T) {
 		{name: "one input partition", env: with("BENCH_PARTITIONS", "1"), wantErr: true},
 		{name: "too few partitions records", env: with("BENCH_PARTITIONS_RECORDS", "500"), wantErr: true},
 		{name: "no event-time rate", env: with("BENCH_PARTITIONS_RATE", "-1"), wantErr: true},
+		{name: "more instances than tasks", env: with("BENCH_INSTANCES", "1,7"), wantErr: true},
+		{name: "kill in a run that does not run", env: with("BENCH_INSTANCES_KILL", "4"), wantErr: true},
+		{name: "no kill", env: with("BENCH_INSTANCES_KILL", "0")},
+		{name: "instances step alone", env: with("BENCH_STEPS", "instances")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +211,9 @@ func TestConfig(t *testing.T) {
 				if !c.step("streams") || !c.step("partitions") || len(c.StreamsThreads) != 2 || len(c.Partitions) != 3 ||
 					c.partitionsRecords(2) != 250000 || c.partitionsRecords(7) != 250000 || c.PhasesPath != "/phases" {
 					t.Errorf("defaults of the streams and partitions steps: %+v", c)
+				}
+				if !c.step("instances") || len(c.Instances) != 3 || c.InstancesKill != 2 || c.InstancesPhase != 100*time.Millisecond {
+					t.Errorf("defaults of the instances step: %+v", c)
 				}
 			}
 		})
