@@ -8,6 +8,7 @@
 #   BENCH_STEPS=phasegate,paced make bench   only some steps
 #   BENCH_STEPS=phasegate,streams,paced   phasegate against Kafka Streams
 #   BENCH_STEPS=partitions BENCH_PARTITIONS=512   the partition-count rows
+#   BENCH_STEPS=instances BENCH_RECORDS=300000    1, 2, 3 instances of one group
 #   BENCH_PROFILE=1 make bench           CPU/heap/alloc profiles of each relay,
 #                                        summarised with go tool pprof -top
 #   BENCH_SIDECAR=/tmp/x/sidecar BENCH_COMMIT="x + patch" make bench

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -36,7 +37,7 @@ type config struct {
 	Compare       string          `env:"COMPARE"`               // another sidecar binary: every relay runs with both, alternately
 	CompareLabel  string          `env:"COMPARE_LABEL" envDefault:"B"`
 	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
-	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions"`
+	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions,instances"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step
 	StallTimeout  time.Duration   `env:"STALL_TIMEOUT" envDefault:"90s"` // a relay with no progress this long fails
@@ -57,6 +58,12 @@ type config struct {
 	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`            // how far in the past the input is stamped
 	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases"`          // the sidecar's status with the per-partition list
 	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"` // stream threads of the pass-through there
+
+	// The instances step (issue 11): 1, 2, 3 sidecars of one group over one input.
+	Instances      []int         `env:"INSTANCES" envDefault:"1,2,3"`
+	InstancesKill  int           `env:"INSTANCES_KILL" envDefault:"2"` // the run of this many instances SIGKILLs and restarts one; 0 none
+	InstancesPhase time.Duration `env:"INSTANCES_PHASE" envDefault:"100ms"`
+	InstancesSize  int           `env:"INSTANCES_SIZE" envDefault:"100"`
 }
 
 // Sentinel errors of the configuration.
@@ -100,12 +107,35 @@ func (c config) validate() error {
 	}
 	for _, s := range c.Steps {
 		switch s {
-		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions":
+		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions", "instances":
 		default:
-			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions)", errConfig, s)
+			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions, instances)", errConfig, s)
 		}
 	}
+	if err := c.validateInstances(); err != nil {
+		return err
+	}
 	return c.validateStreams()
+}
+
+// validateInstances checks the instances step: each count must find a task
+// (there are instancesOutParts), and the killed run must be one that runs.
+func (c config) validateInstances() error {
+	if !c.step("instances") {
+		return nil
+	}
+	for _, n := range c.Instances {
+		if n < 1 || n > instancesOutParts {
+			return fmt.Errorf("%w: BENCH_INSTANCES: %d is outside 1..%d (the step's tasks)", errConfig, n, instancesOutParts)
+		}
+	}
+	if c.InstancesKill != 0 && !slices.Contains(c.Instances, c.InstancesKill) {
+		return fmt.Errorf("%w: BENCH_INSTANCES_KILL=%d is not one of BENCH_INSTANCES %v (0: no kill)", errConfig, c.InstancesKill, c.Instances)
+	}
+	if c.InstancesPhase < time.Millisecond || c.InstancesSize < 16 {
+		return fmt.Errorf("%w: BENCH_INSTANCES_PHASE=%s (at least 1ms), BENCH_INSTANCES_SIZE=%d (at least 16)", errConfig, c.InstancesPhase, c.InstancesSize)
+	}
+	return nil
 }
 
 func (c config) step(name string) bool {

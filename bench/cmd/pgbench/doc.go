@@ -57,6 +57,16 @@
 // not advance, then by the Kafka Streams pass-through; the row's topics are
 // deleted afterwards.
 //
+// Then the instances step (issue 11): one input of BENCH_RECORDS records,
+// forks of 6 + 6 partitions, an output of 6 (partition routing: 6 tasks),
+// relayed by each count of BENCH_INSTANCES sidecars (one group, a
+// transactional ID each, which is also the static instance ID): records/s,
+// CPU summed over the instances, the output verified; the run of
+// BENCH_INSTANCES_KILL instances SIGKILLs its last instance once half the
+// records are out, restarts it at once with the same ID, and times restart
+// → the fleet's next commit and restart → the restarted instance's own
+// first commit.
+//
 // Before anything is timed, the broker's internal topics are created
 // (FindCoordinator for a group and a transactional ID). ProducerPerformance
 // and each relay run BENCH_REPEAT times and the median run is reported;

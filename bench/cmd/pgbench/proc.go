@@ -29,7 +29,7 @@ type proc struct {
 // when set, is called on the reader goroutine with each stdout line and the
 // time it was read.
 func startProc(name string, args []string, env []string, logPath string, onLine func(line string, at time.Time)) (*proc, error) {
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a restarted process appends
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ func render(s *suiteResult) string {
 	renderProduceVisible(&b, c, s)
 	renderSkew(&b, s)
 	renderPartitions(&b, c, s)
+	renderInstances(&b, c, s)
 	renderTargets(&b, c, s)
 	renderTargets12And15(&b, c, s)
 	b.WriteString(method)

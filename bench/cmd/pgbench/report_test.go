@@ -193,6 +193,10 @@ func TestConfig(t *testing.T) {
 		{name: "one input partition", env: with("BENCH_PARTITIONS", "1"), wantErr: true},
 		{name: "too few partitions records", env: with("BENCH_PARTITIONS_RECORDS", "500"), wantErr: true},
 		{name: "no event-time rate", env: with("BENCH_PARTITIONS_RATE", "-1"), wantErr: true},
+		{name: "more instances than tasks", env: with("BENCH_INSTANCES", "1,7"), wantErr: true},
+		{name: "kill in a run that does not run", env: with("BENCH_INSTANCES_KILL", "4"), wantErr: true},
+		{name: "no kill", env: with("BENCH_INSTANCES_KILL", "0")},
+		{name: "instances step alone", env: with("BENCH_STEPS", "instances")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +211,9 @@ func TestConfig(t *testing.T) {
 				if !c.step("streams") || !c.step("partitions") || len(c.StreamsThreads) != 2 || len(c.Partitions) != 3 ||
 					c.partitionsRecords(2) != 250000 || c.partitionsRecords(7) != 250000 || c.PhasesPath != "/phases" {
 					t.Errorf("defaults of the streams and partitions steps: %+v", c)
+				}
+				if !c.step("instances") || len(c.Instances) != 3 || c.InstancesKill != 2 || c.InstancesPhase != 100*time.Millisecond {
+					t.Errorf("defaults of the instances step: %+v", c)
 				}
 			}
 		})
@@ -236,5 +243,61 @@ func TestInputSpec(t *testing.T) {
 				t.Errorf("eventTime(%d, %v) = %s, want %s", tt.i, tt.first, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestInstancesRow(t *testing.T) {
+	tests := []struct {
+		name string
+		run  *instancesRun
+		want []string
+	}{
+		{"verified", &instancesRun{N: 2, Records: 300000, Seconds: 6, Steady: 60000, CPU: 3, Phases: 31},
+			[]string{"| 2 | 50,000 | 60,000 | 6.0 | 10.0 | 31 | output verified |"}},
+		{"killed and verified", &instancesRun{N: 2, Records: 1000000, Seconds: 10, CPU: 1, Recover: &recovery{}},
+			[]string{"| 2 | 100,000 |", "one SIGKILLed and restarted mid-way; output verified"}},
+		{"not verified shows no rate", &instancesRun{N: 3, Records: 1000, Seconds: 1, Check: errors.New("2 data records missing")},
+			[]string{"| 3 | not verified |", "not verified: 2 data records missing"}},
+		{"failed", &instancesRun{N: 1, Err: errors.New("fill: boom")}, []string{"| 1 | failed |", "fill: boom"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := instancesRow(tt.run)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("instancesRow = %q, want it to contain %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRecoveryLine(t *testing.T) {
+	if got := recoveryLine(&instancesRun{N: 3}); got != "" {
+		t.Errorf("recoveryLine without a kill = %q, want empty", got)
+	}
+	got := recoveryLine(&instancesRun{N: 2, Recover: &recovery{Instance: "g-2", FleetS: 0.048, OwnS: 0, StallS: 1.5}})
+	for _, w := range []string{"2 instances, g-2", "fleet's next commit 0.05 s", "own first commit - s", "at most 1.50 s"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("recoveryLine = %q, want it to contain %q", got, w)
+		}
+	}
+}
+
+func TestRenderInstances(t *testing.T) {
+	s := &suiteResult{Cfg: config{Records: 300000, InstancesSize: 100, InstancesPhase: 100 * time.Millisecond},
+		Instances: []*instancesRun{{N: 1, Records: 300000, Seconds: 5}, {N: 2, Records: 300000, Seconds: 6, Recover: &recovery{Instance: "x-2", FleetS: 2, OwnS: 3}}}}
+	var b strings.Builder
+	renderInstances(&b, s.Cfg, s)
+	out := b.String()
+	for _, w := range []string{"6 + 6 partitions, output 6 (partition routing: 6 tasks)", "| 1 | 60,000 |", "| 2 | 50,000 |", "Recovery (2 instances, x-2"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("renderInstances missing %q in:\n%s", w, out)
+		}
+	}
+	b.Reset()
+	renderInstances(&b, s.Cfg, &suiteResult{})
+	if b.Len() != 0 {
+		t.Errorf("renderInstances without runs wrote %q", b.String())
 	}
 }

@@ -29,6 +29,7 @@ type sidecarEnv struct {
 	Output      string
 	Quarantine  string
 	Group       string
+	TxnID       string // PHASEGATE_TRANSACTIONAL_ID (and so the static instance ID); "" = Group
 	PhaseLength time.Duration
 	MaxBuffer   int64 // 0: the default
 	Routing     string
@@ -60,20 +61,25 @@ func outOfOrderness(phase time.Duration) time.Duration {
 }
 
 // startSidecar execs bin with the configuration in the environment; its
-// log goes to logDir/<group>.log.
+// log goes to logDir/<transactional ID>.log (appended to, so a restart with
+// the same ID keeps the log of the run before it).
 func startSidecar(bin, logDir string, e sidecarEnv) (*sidecar, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	txnID := e.TxnID
+	if txnID == "" {
+		txnID = e.Group
+	}
 	env := []string{
 		"PHASEGATE_BROKERS=" + strings.Join(e.Brokers, ","),
 		"PHASEGATE_INPUT_TOPICS=" + strings.Join(e.Inputs, ","),
 		"PHASEGATE_OUTPUT_TOPIC=" + e.Output,
 		"PHASEGATE_QUARANTINE_TOPIC=" + e.Quarantine,
 		"PHASEGATE_GROUP_ID=" + e.Group,
-		"PHASEGATE_TRANSACTIONAL_ID=" + e.Group,
+		"PHASEGATE_TRANSACTIONAL_ID=" + txnID,
 		"PHASEGATE_PHASE_LENGTH=" + e.PhaseLength.String(),
 		"PHASEGATE_HTTP_ADDR=" + addr,
 		"PHASEGATE_PPROF=" + strconv.FormatBool(e.Pprof),
@@ -89,7 +95,7 @@ func startSidecar(bin, logDir string, e sidecarEnv) (*sidecar, error) {
 	if e.Routing != "" {
 		env = append(env, "PHASEGATE_ROUTING="+e.Routing)
 	}
-	p, err := startProc(bin, nil, env, filepath.Join(logDir, e.Group+".log"), nil)
+	p, err := startProc(bin, nil, env, filepath.Join(logDir, txnID+".log"), nil)
 	if err != nil {
 		return nil, err
 	}

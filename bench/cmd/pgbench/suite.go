@@ -34,6 +34,7 @@ type suiteResult struct {
 	SkewRate       float64
 	SkewErr        string
 	Partitions     []*partitionsRun
+	Instances      []*instancesRun
 }
 
 // fallbackRate stamps the input when the ceiling did not run and
@@ -70,6 +71,9 @@ func (r *runner) suite(ctx context.Context) *suiteResult {
 			}
 			res.Partitions = append(res.Partitions, r.partitions(ctx, n, r.cfg.partitionsRecords(i), r.cfg.PartitionsRate))
 		}
+	}
+	if r.cfg.step("instances") && ctx.Err() == nil {
+		res.Instances = r.instances(ctx)
 	}
 	res.Ended = time.Now()
 	return res
