@@ -16,24 +16,7 @@ import (
 // after it has been read, and the output is whole once it lets go.
 func TestRecordsAreReadWhileACommitIsInFlight(t *testing.T) {
 	e := newEnv(t, map[string]int32{"a": 2}, 2)
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			close(held)
-			e.cluster.SleepControl(func() { <-release })
-		}
-		return nil, nil, false // the broker then handles it as usual
-	})
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
+	release := holdFirstEndTxn(t, e)
 	base := phaseBase()
 	phases := func(from, to int) []rec {
 		var recs []rec
@@ -46,18 +29,14 @@ func TestRecordsAreReadWhileACommitIsInFlight(t *testing.T) {
 	}
 	e.write(phases(0, 2)...) // phase 1 seals phase 0: the first transaction
 	e.start()
-	select {
-	case <-held:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no EndTxn reached the broker")
-	}
+	release.wait()
 	later := phases(2, 12)
 	e.write(later...)
 	want := float64(2*2 + len(later))
 	waitFor(t, 3*time.Second, "every record written during the held commit to be read", func() bool {
 		return counter(t, e, "phasegate_records_in_total", "topic", "a") >= want
 	})
-	close(release)
+	release.let()
 	_, acc := e.settle(15 * time.Second)
 	if acc.Out != int(want) {
 		t.Fatalf("published %d of %d records", acc.Out, int(want))
@@ -96,27 +75,10 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 	first := start("first")
 	waitFor(t, 15*time.Second, "the first instance to own every partition", func() bool { return owned(first) == 3 })
 
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		first := false
-		holdOnce.Do(func() { first = true })
-		if first {
-			close(held)
-			e.cluster.SleepControl(func() { <-release })
-		} else {
-			e.cluster.KeepControl()
-		}
-		return nil, nil, false
-	})
+	release := holdFirstEndTxn(t, e)
 	t0 := phaseBase()
 	want := grid(e, t0, 0, 3, forks, 4)
-	select {
-	case <-held:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no EndTxn reached the broker")
-	}
+	release.wait()
 	second := start("second")
 	// The commit is let go once the second instance owns a task, or after
 	// 3 s: a session that started before the commit finished would have
@@ -125,7 +87,7 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("second instance owned %d partitions when the commit was let go", owned(second))
-	releaseOnce.Do(func() { close(release) })
+	release.let()
 	waitFor(t, 20*time.Second, "the two instances to own one task each", func() bool {
 		return owned(first) > 0 && owned(second) > 0
 	})
@@ -148,26 +110,11 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 func TestReadingDuringACommitIsBounded(t *testing.T) {
 	e := newEnv(t, map[string]int32{"a": 1}, 1)
 	e.cfg.Watermarks.MaxBufferBytes = 1 << 20
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		first := false
-		holdOnce.Do(func() { first = true })
-		if first {
-			close(held)
-			e.cluster.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
+	release := holdFirstEndTxn(t, e)
 	base := phaseBase()
 	e.write(rec{topic: "a", ts: at(base, 0, 10)}, rec{topic: "a", ts: at(base, 1, 10)})
 	e.start()
-	select {
-	case <-held:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no EndTxn reached the broker")
-	}
+	release.wait()
 	const n, pad = 200, 10 << 10 // 2 MiB in all, four times the budget
 	var later []rec
 	for i := range n {
@@ -188,9 +135,51 @@ func TestReadingDuringACommitIsBounded(t *testing.T) {
 		t.Fatalf("read %v of %d records, %d bytes buffered, while the commit was held: want the loop to stop once the sealed phases hold the budget (%d bytes)", in, 2+n, buffered, budget)
 	}
 	t.Logf("while the commit was held: read %v of %d records, %d bytes buffered (budget %d)", in, 2+n, buffered, budget)
-	releaseOnce.Do(func() { close(release) })
+	release.let()
 	_, acc := e.settle(20 * time.Second)
 	if acc.Out != 2+n {
 		t.Fatalf("published %d of %d records", acc.Out, 2+n)
 	}
 }
+
+// heldCommit is the first EndTxn, held at the broker until let go.
+type heldCommit struct {
+	t       *testing.T
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// holdFirstEndTxn makes kfake hold the first EndTxn (the first commit) until
+// let is called (at the latest at cleanup); later ones pass.
+func holdFirstEndTxn(t *testing.T, e *env) *heldCommit {
+	t.Helper()
+	h := &heldCommit{t: t, held: make(chan struct{}), release: make(chan struct{})}
+	var first sync.Once
+	e.cluster.ControlKey(kmsg.EndTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		hold := false
+		first.Do(func() { hold = true })
+		if hold {
+			close(h.held)
+			e.cluster.SleepControl(func() { <-h.release })
+		} else {
+			e.cluster.KeepControl()
+		}
+		return nil, nil, false // the broker then handles it as usual
+	})
+	t.Cleanup(h.let)
+	return h
+}
+
+// wait waits until the first EndTxn is held.
+func (h *heldCommit) wait() {
+	h.t.Helper()
+	select {
+	case <-h.held:
+	case <-time.After(20 * time.Second):
+		h.t.Fatal("no EndTxn reached the broker")
+	}
+}
+
+// let lets the held EndTxn go; safe to call twice.
+func (h *heldCommit) let() { h.once.Do(func() { close(h.release) }) }
