@@ -118,8 +118,8 @@ func TestM3OneThenTwo(t *testing.T) {
 	checkVersion1(t, r.outRecs)
 }
 
-// M2: key routing with two instances. The default layout has T =
-// min(3 orders partitions, 3 outputs) = 3 tasks, every one writing every
+// M2: key routing with two instances over PHASEGATE_TASKS=3 (the largest
+// input, orders, has 3 partitions) tasks, every one writing every
 // output partition: each partition has 3 writers, each writing its own
 // lane (MARKERS.md 3.3), whichever instance owns the task. One instance
 // is SIGKILLed once mid-run and restarted by its supervisor: its tasks'
@@ -129,6 +129,7 @@ func TestM3OneThenTwo(t *testing.T) {
 func TestM2KeyRouting(t *testing.T) {
 	sc := newScenario(t, "M2")
 	sc.env["PHASEGATE_ROUTING"] = "key"
+	sc.env["PHASEGATE_TASKS"] = fmt.Sprint(ordersParts)
 	sc.start(newPlan(sc.topo, 22, nil), nil)
 	b := sc.addInstance("b")
 	sc.waitShared(2)

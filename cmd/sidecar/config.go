@@ -39,7 +39,7 @@ type Config struct {
 	IdleTimeout        time.Duration     `env:"IDLE_TIMEOUT" envDefault:"5s" help:"silence (with no lag) after which a partition is idle; 0 = strict: never idle"`
 	MaxBufferBytes     int64             `env:"MAX_BUFFER_BYTES" envDefault:"268435456" help:"bound on buffered record bytes; partitions running ahead are paused"`
 	Routing            string            `env:"ROUTING" envDefault:"partition" help:"output partition: partition (p mod P_out) or key (murmur2, as Kafka's Java producer)"`
-	Tasks              string            `env:"TASKS" help:"with ROUTING=key: how many tasks share the work, each writing its own markers on every output partition (wire format v2 when above 1); unset = min(largest input's partitions, output partitions); never change it on an output topic"`
+	Tasks              string            `env:"TASKS" help:"with ROUTING=key: how many tasks share the work (at most the largest input's partition count), each writing its own markers on every output partition (wire format v2 when above 1); unset = 1 (one instance works, output version 1 as before); never change it on an output topic"`
 	AllowSplitKeys     bool              `env:"ALLOW_SPLIT_KEYS" envDefault:"false" help:"start with ROUTING=partition although the fork topics differ in partition count (one key then reaches several output partitions)"`
 	SealTimeoutMin     time.Duration     `env:"SEAL_TIMEOUT_MIN" envDefault:"10s" help:"lower bound of the adaptive seal timeout (p99 phase duration x 1.5)"`
 	SealTimeoutMax     time.Duration     `env:"SEAL_TIMEOUT_MAX" envDefault:"5m" help:"upper bound of the adaptive seal timeout"`
@@ -196,17 +196,23 @@ func (c Config) routing() (proxy.Routing, error) {
 	return 0, badVar("ROUTING", c.Routing, "partition or key")
 }
 
-// tasks is PHASEGATE_TASKS: 0 (the layout's default) when unset or empty.
+// tasks is PHASEGATE_TASKS: 1 with key routing when unset or empty, so
+// that an output topic written before several tasks existed stays version
+// 1 (MARKERS.md 3.3: the writers of a partition never change), and 0 (the
+// layout's) with partition routing.
 // It is refused with partition routing, whose tasks follow the output
 // partitions (tasks.Layout): a count there would break the one-writer
 // layout instead of being ignored.
 func (c Config) tasks(routing proxy.Routing) (int32, error) {
 	if c.Tasks == "" {
+		if routing == proxy.RouteKey {
+			return 1, nil
+		}
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(c.Tasks, 10, 32)
 	if err != nil || n < 1 {
-		return 0, badVar("TASKS", c.Tasks, "a whole number of at least 1, or unset for the default (min(largest input's partitions, output partitions))")
+		return 0, badVar("TASKS", c.Tasks, "a whole number of at least 1 (unset: 1)")
 	}
 	if routing != proxy.RouteKey {
 		return 0, &configError{fmt.Sprintf("%sTASKS=%q is set but %sROUTING=%q: the tasks of partition routing follow the output partitions; set %sROUTING=key or unset %sTASKS",

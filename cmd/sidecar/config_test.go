@@ -126,9 +126,9 @@ func refusals() []struct {
 		{"tasks with partition routing", map[string]string{"PHASEGATE_TASKS": "3"},
 			`PHASEGATE_TASKS="3" is set but PHASEGATE_ROUTING="partition": the tasks of partition routing follow the output partitions; set PHASEGATE_ROUTING=key or unset PHASEGATE_TASKS`},
 		{"tasks zero", map[string]string{"PHASEGATE_ROUTING": "key", "PHASEGATE_TASKS": "0"},
-			`PHASEGATE_TASKS="0": a whole number of at least 1, or unset for the default (min(largest input's partitions, output partitions))`},
+			`PHASEGATE_TASKS="0": a whole number of at least 1 (unset: 1)`},
 		{"tasks not a number", map[string]string{"PHASEGATE_ROUTING": "key", "PHASEGATE_TASKS": "many"},
-			`PHASEGATE_TASKS="many": a whole number of at least 1, or unset for the default (min(largest input's partitions, output partitions))`},
+			`PHASEGATE_TASKS="many": a whole number of at least 1 (unset: 1)`},
 		{"seal policy unknown", map[string]string{"PHASEGATE_SEAL_POLICY": "maybe"},
 			`PHASEGATE_SEAL_POLICY="maybe": wait or seal`},
 		{"kafka version too old", map[string]string{"PHASEGATE_KAFKA_VERSION": "0.10.0"},
@@ -305,14 +305,14 @@ func TestForUsers(t *testing.T) {
 }
 
 // PHASEGATE_TASKS reaches proxy.Config.Tasks with key routing; unset or
-// empty is 0, the layout's default.
+// empty is 1 (one writer: version 1, as before several tasks existed).
 func TestTasksVariable(t *testing.T) {
 	tests := []struct {
 		name, value string
 		want        int32
 	}{
-		{"unset", unset, 0},
-		{"empty", "", 0},
+		{"unset", unset, 1},
+		{"empty", "", 1},
 		{"one", "1", 1},
 		{"three", "3", 3},
 	}
