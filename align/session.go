@@ -223,13 +223,7 @@ func (s *Session[M]) Global() uint64 { return s.tracker.Global() }
 // BufferedBytes returns the bytes of records held in memory: in open
 // phases (what the tracker's pause decisions count), in sealed phases
 // waiting for a Batch (Waiting) and in the Batch in flight.
-func (s *Session[M]) BufferedBytes() int64 {
-	n := s.tracker.BufferedBytes() + s.sealedBytes
-	if s.inflight != nil {
-		n += s.inflight.bytes
-	}
-	return n
-}
+func (s *Session[M]) BufferedBytes() int64 { return s.tracker.BufferedBytes() + s.tracker.Held() }
 
 // Waiting returns the bytes of records in sealed phases that no Batch has
 // taken yet: while a Batch is in flight, what the next one will write.

@@ -45,8 +45,8 @@ func (p *Pipeline) runCommits() {
 // startCommit hands the session's Batch to the committer. At most one is
 // in flight (align builds none until Committed).
 func (p *Pipeline) startCommit(g *generation, b *align.Batch[*sarama.ConsumerMessage]) {
-	p.inflight = &commitReq{g: g, b: b}
-	p.commits <- *p.inflight
+	p.inflight = true
+	p.commits <- commitReq{g: g, b: b}
 }
 
 // finishCommit takes the committer's result on the loop. When the
@@ -58,7 +58,7 @@ func (p *Pipeline) startCommit(g *generation, b *align.Batch[*sarama.ConsumerMes
 // waited for the transaction are served: a task moves only between
 // transactions.
 func (p *Pipeline) finishCommit(d commitDone) error {
-	p.inflight = nil
+	p.inflight = false
 	var failure *txn.Failure
 	switch {
 	case d.err == nil:
@@ -73,7 +73,7 @@ func (p *Pipeline) finishCommit(d commitDone) error {
 			p.dropGeneration()
 		}
 	}
-	for len(p.waiting) > 0 && p.inflight == nil {
+	for len(p.waiting) > 0 && !p.inflight {
 		w := p.waiting[0]
 		p.waiting = p.waiting[1:]
 		w()
@@ -84,7 +84,7 @@ func (p *Pipeline) finishCommit(d commitDone) error {
 // awaitCommit waits for the transaction in flight, if any, and takes its
 // result: the shutdown lets it finish rather than abandon it.
 func (p *Pipeline) awaitCommit() error {
-	if p.inflight == nil {
+	if !p.inflight {
 		return nil
 	}
 	return p.finishCommit(<-p.done)
@@ -92,7 +92,7 @@ func (p *Pipeline) awaitCommit() error {
 
 // whenIdle runs f now, or once the transaction in flight has finished.
 func (p *Pipeline) whenIdle(f func()) {
-	if p.inflight == nil {
+	if !p.inflight {
 		f()
 		return
 	}

@@ -62,16 +62,11 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 		return c
 	}
 	start := func(name string) *inproc.Sidecar {
-		cfg := e.cfg
-		cfg.TransactionalID, cfg.InstanceID = "phasegate-"+name, name
-		s, err := inproc.StartSidecar(k, cfg, e.logger())
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := e.startMember(k, name)
 		t.Cleanup(func() { _ = s.Stop() })
 		return s
 	}
-	owned := func(s *inproc.Sidecar) int { return len(s.Pipeline.Status().Partitions) }
+	owned := partitionsOwned
 	first := start("first")
 	waitFor(t, 15*time.Second, "the first instance to own every partition", func() bool { return owned(first) == 3 })
 
@@ -94,11 +89,7 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 	for phase, m := range grid(e, t0, 3, 6, forks, 4) {
 		want[phase] = m
 	}
-	out, acc := e.settle(20 * time.Second)
-	checkAligned(t, out, want)
-	if acc.Out != len(e.inputs) {
-		t.Fatalf("published %d of %d across the rebalance", acc.Out, len(e.inputs))
-	}
+	e.settleWhole(want, "the rebalance")
 }
 
 // What the loop reads while a transaction is in flight goes into the next

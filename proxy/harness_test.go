@@ -277,3 +277,30 @@ func readOutput(t *testing.T, e *env) [][]markers.Record {
 	}
 	return out
 }
+
+// startMember runs one more instance of the group, a static member named
+// name with a transactional ID of its own; the caller stops it.
+func (e *env) startMember(k proxy.Kafka, name string) *inproc.Sidecar {
+	e.t.Helper()
+	cfg := e.cfg
+	cfg.TransactionalID, cfg.InstanceID = "phasegate-"+name, name
+	s, err := inproc.StartSidecar(k, cfg, e.logger())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// partitionsOwned is how many input partitions an instance's session holds.
+func partitionsOwned(s *inproc.Sidecar) int { return len(s.Pipeline.Status().Partitions) }
+
+// settleWhole settles the output and checks it holds want (phase -> records
+// per topic) and every input, across what (a hand-over, a rebalance).
+func (e *env) settleWhole(want map[uint64]map[string]int64, what string) {
+	e.t.Helper()
+	out, acc := e.settle(20 * time.Second)
+	checkAligned(e.t, out, want)
+	if acc.Out != len(e.inputs) {
+		e.t.Fatalf("published %d of %d across %s", acc.Out, len(e.inputs), what)
+	}
+}

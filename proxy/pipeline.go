@@ -66,9 +66,9 @@ type Pipeline struct {
 	// The fields below are owned by the loop goroutine.
 	gen    *generation
 	genSeq int64
-	// inflight is the Batch the committer is writing (nil: none); waiting
-	// are the session ends and starts held until it has finished.
-	inflight   *commitReq
+	// inflight is true while the committer writes a Batch; waiting are the
+	// session ends and starts held until it has finished.
+	inflight   bool
 	waiting    []func()
 	view       *fleet.View // every task's latest report (docs/FLEET.md)
 	owned      []tasks.ID  // the tasks of the last generation, for the move logs
@@ -316,7 +316,7 @@ const commitBudget = 16 << 20
 // watermark is still read.
 func (p *Pipeline) holdInput() bool {
 	g := p.gen
-	return p.inflight != nil && g != nil && g.s.Waiting() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
+	return p.inflight && g != nil && g.s.Waiting() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
 }
 
 // drain answers session requests and drops records until the consumer

@@ -353,16 +353,8 @@ func TestTwoInstancesShareThenHandOver(t *testing.T) {
 	e := newEnv(t, forks, 2)
 	k := inproc.KafkaFor(e.brokers)
 	k.SessionTimeout = 20 * time.Second
-	start := func(name string) *inproc.Sidecar {
-		cfg := e.cfg
-		cfg.TransactionalID, cfg.InstanceID = "phasegate-"+name, name
-		s, err := inproc.StartSidecar(k, cfg, e.logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	owned := func(s *inproc.Sidecar) int { return len(s.Pipeline.Status().Partitions) }
+	start := func(name string) *inproc.Sidecar { return e.startMember(k, name) }
+	owned := partitionsOwned
 	base := phaseBase()
 	first := start("first")
 	t.Cleanup(func() { _ = first.Stop() })
@@ -396,9 +388,5 @@ func TestTwoInstancesShareThenHandOver(t *testing.T) {
 	for phase, m := range grid(e, base, 3, 6, forks, 4) {
 		want[phase] = m
 	}
-	out, acc := e.settle(20 * time.Second)
-	checkAligned(t, out, want)
-	if acc.Out != len(e.inputs) {
-		t.Fatalf("published %d of %d across the hand-over", acc.Out, len(e.inputs))
-	}
+	e.settleWhole(want, "the hand-over")
 }

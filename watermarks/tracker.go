@@ -156,6 +156,9 @@ func (t *Tracker) BufferedBytes() int64 { return t.bufBytes }
 // the backpressure bound counts. The caller removes what it added.
 func (t *Tracker) Hold(n int64) { t.held += n }
 
+// Held returns what Hold added and has not removed.
+func (t *Tracker) Held() int64 { return t.held }
+
 // Global returns the first unsealed phase. It never decreases.
 func (t *Tracker) Global() uint64 { return t.global }
 
