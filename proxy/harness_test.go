@@ -110,6 +110,7 @@ type rec struct {
 	key       string
 	marker    *markers.Marker // an input marker when set
 	pad       int             // bytes added to the value
+	task      string          // a phasegate.task header on the input, "" for none
 }
 
 // write produces recs in order and logs them as inputs for the verifier.
@@ -127,6 +128,9 @@ func (e *env) write(recs ...rec) {
 		}
 		if r.id != "" {
 			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: markers.HeaderID, Value: []byte(r.id)})
+		}
+		if r.task != "" {
+			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: markers.HeaderTask, Value: []byte(r.task)})
 		}
 		if r.marker != nil {
 			kr.Key = nil

@@ -390,3 +390,58 @@ func TestTwoInstancesShareThenHandOver(t *testing.T) {
 	}
 	e.settleWhole(want, "the hand-over")
 }
+
+// MARKERS.md 2 and 3.3: an input's own phasegate.task (an input that is
+// another phasegate's output) never reaches the output; phasegate sets it
+// on the data records of a partition with several writers only, to the
+// record's writer. Partition routing: one writer, no header. Key routing
+// over 2 tasks: the header names the task that holds the input partition.
+func TestTaskHeaderIsPhasegatesOwn(t *testing.T) {
+	tests := []struct {
+		name    string
+		routing proxy.Routing
+		tasks   int32
+		want    func(inputPartition int32) string // "" = no header
+	}{
+		{"partition routing writes none", proxy.RoutePartition, 0, func(int32) string { return "" }},
+		{"key routing over 2 tasks writes the lane", proxy.RouteKey, 2, func(p int32) string { return strconv.Itoa(int(p % 2)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forks := map[string]int32{"a": 2}
+			e := newEnv(t, forks, 2)
+			e.cfg.Routing, e.cfg.Tasks = tt.routing, tt.tasks
+			base := phaseBase()
+			var recs []rec
+			for i := range 40 {
+				recs = append(recs, rec{topic: "a", partition: int32(i % 2), ts: at(base, i/10, i%10), key: "k" + strconv.Itoa(i), task: "7"})
+			}
+			e.write(recs...)
+			e.start()
+			e.settle(15 * time.Second)
+			data := 0
+			for _, part := range readOutput(t, e) {
+				for _, r := range part {
+					meta, err := markers.Inspect(r.Headers)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if meta.Marker {
+						continue
+					}
+					data++
+					_, from, _, err := markers.ParseSource(meta.Source)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, want := string(meta.Task), tt.want(from); got != want {
+						t.Fatalf("record from %s: phasegate.task %q, want %q", meta.Source, got, want)
+					}
+				}
+			}
+			if data != len(recs) {
+				t.Fatalf("read %d data records, want %d", data, len(recs))
+			}
+		})
+	}
+}
