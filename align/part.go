@@ -47,8 +47,9 @@ type part struct {
 	lag   lagState
 	// paused mirrors the tracker's effective pause state, as last reported.
 	paused bool
-	// idle is the idleness last reported by Step.
-	idle bool
+	// idle is the idleness last reported by Step; holds, whether Step last
+	// reported it holding the session's watermark.
+	idle, holds bool
 	// pausedSeen is the pause time already reported in Actions.
 	pausedSeen time.Duration
 }

@@ -213,6 +213,28 @@ func TestPhaseLife(t *testing.T) {
 			},
 		},
 		{
+			name:   "Step reports the partitions that begin and stop holding the watermark back, once per change; an idle partition holds nothing",
+			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
+			run: func(t *testing.T, h *harness) {
+				h.feed(in{topic: "a", ms: 10})
+				h.feed(in{topic: "a", ms: 350})
+				h.feed(in{topic: "b", ms: 120})
+				wantHolds(t, h.step(), "b/0 holds")
+				wantHolds(t, h.step())
+				h.feed(in{topic: "b", ms: 900}) // b passes a
+				wantHolds(t, h.step(), "a/0 holds", "b/0 released")
+				h.feed(in{topic: "a", ms: 900}) // level: both hold the lowest phase
+				wantHolds(t, h.step(), "b/0 holds")
+				h.caughtUp()
+				h.clk.add(1100 * time.Millisecond)
+				h.feed(in{topic: "a", ms: 905}) // a stays live in the same phase; b goes idle
+				wantHolds(t, h.step(), "b/0 released")
+				h.caughtUp()
+				h.clk.add(2 * time.Second) // both idle
+				wantHolds(t, h.step(), "a/0 released")
+			},
+		},
+		{
 			name:   "no partition is idle while its lag is unknown, non-zero, or in strict mode",
 			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
 			run: func(t *testing.T, h *harness) {
@@ -388,5 +410,24 @@ func TestPhaseLife(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness(t, c.topics, c.out, c.opts...))
 		})
+	}
+}
+
+// wantHolds checks a Step's HoldChanges, as "topic/partition holds" or
+// "topic/partition released", in any order.
+func wantHolds(t *testing.T, st Step[string], want ...string) {
+	t.Helper()
+	var got []string
+	for _, c := range st.Holds {
+		verb := "released"
+		if c.Holds {
+			verb = "holds"
+		}
+		got = append(got, c.TP.String()+" "+verb)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Holds = %q, want %q", got, want)
 	}
 }

@@ -19,6 +19,9 @@ type Step[M any] struct {
 	Actions []Action
 	// Idle are the partitions that became idle or live again.
 	Idle []IdleChange
+	// Holds are the partitions that began or stopped holding the session's
+	// watermark back (HoldChange).
+	Holds []HoldChange
 	// Timeouts is how many phases newly outlived the seal timeout; Holders
 	// names the partitions then holding the global watermark back.
 	Timeouts int64
@@ -39,6 +42,17 @@ type IdleChange struct {
 	TP
 	Idle      bool
 	Watermark uint64 // the partition's watermark phase
+}
+
+// HoldChange is a partition that began (Holds) or stopped holding the
+// session's watermark back: a live partition whose watermark phase is the
+// lowest of the session's live partitions. Until it passes that phase no
+// phase above it seals, so its records are the ones the session needs
+// first: the caller reads them before any other (proxy: the claims of
+// such partitions hand their records over ahead of the rest).
+type HoldChange struct {
+	TP
+	Holds bool
 }
 
 // Step evaluates idleness, the global watermark, the seal timeout and the
@@ -75,10 +89,16 @@ func (s *Session[M]) Step() Step[M] {
 		}
 		st.Actions = append(st.Actions, act)
 	}
+	local := s.tracker.Local()
 	for _, ps := range s.byP {
-		if idle := s.tracker.Idle(ps.p); idle != ps.idle {
+		idle := s.tracker.Idle(ps.p)
+		if idle != ps.idle {
 			ps.idle = idle
 			st.Idle = append(st.Idle, IdleChange{TP: ps.TP, Idle: idle, Watermark: s.tracker.Low(ps.p)})
+		}
+		if holds := !idle && !local.Idle && s.tracker.Low(ps.p) == local.Phase; holds != ps.holds {
+			ps.holds = holds
+			st.Holds = append(st.Holds, HoldChange{TP: ps.TP, Holds: holds})
 		}
 	}
 	if n := s.tracker.Timeouts(); n > s.timeoutsSeen {

@@ -6,7 +6,9 @@
 // The broker comes from PHASEGATE_E2E_BROKERS when set; otherwise from
 // testcontainers-go (apache/kafka) when a Docker engine answers; otherwise
 // from e2e/kafka/kafka.sh, which the suite starts and stops. With CI=true a
-// missing broker fails the run; it is never a skip.
+// missing broker fails the run; it is never a skip. The suite's working
+// directory (each instance's log, the broker's state) is removed when every
+// test passed, and kept when one failed or PHASEGATE_E2E_KEEP is set.
 //
 // Invariants every scenario checks, with one call of the shared verifier
 // (internal/verify) on what independent clients read back:

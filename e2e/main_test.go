@@ -69,7 +69,7 @@ func runSuite(m *testing.M) int {
 			code = max(code, 1)
 		}
 	}
-	if code == 0 {
+	if code == 0 && os.Getenv("PHASEGATE_E2E_KEEP") == "" {
 		_ = os.RemoveAll(suite.work)
 	} else {
 		fmt.Fprintf(os.Stderr, "e2e: logs and broker state kept in %s\n", suite.work)

@@ -5,8 +5,9 @@
 // builds, lag polling, metrics and the status served on /phases.
 //
 // The path of one record: sarama's fetcher -> handler.ConsumeClaim (a
-// claim goroutine; held there while its partition is paused) -> the in
-// channel -> Pipeline.handle (sarama message to align.Record) ->
+// claim goroutine and its queue; held there while its partition is paused)
+// -> the in channel, or the hot channel while its partition holds the
+// watermark -> Pipeline.handle (sarama message to align.Record) ->
 // align.Session.Handle -> ... -> Pipeline.step -> Session.Step (a Batch
 // when phases sealed) -> Pipeline.startCommit -> the committer goroutine
 // (Writes to sarama ProducerMessages, offsets with the group's metadata,
@@ -17,7 +18,7 @@
 //
 //   - One goroutine (the loop) owns the session and every other piece of
 //     hot state. The consumer group's goroutines talk to it over typed
-//     channels only: records (in), session starts (setups), session ends
+//     channels only: records (in, hot), session starts (setups), session ends
 //     (ends) and lag measurements (lags).
 //   - The loop never waits on a transaction: the committer goroutine, the
 //     only user of the transactional producer, writes one Batch at a time
@@ -26,6 +27,14 @@
 //     Batch in flight has finished, so a task moves only between
 //     transactions and a new session starts from offsets that include it;
 //     a shutdown lets it finish too.
+//   - The partitions holding the watermark are read first, and never wait
+//     on the others. sarama's fetcher for a broker sends its next fetch
+//     only once every partition of the last response has been taken, so a
+//     claim never waits on the loop: it queues what sarama delivers and
+//     bounds its queue by pausing its own partition's fetches (queueCap),
+//     and the loop takes the hot channel (the holders' records, align
+//     Step.Holds) before in. A partition's records change channel only
+//     when none is left in the other, so they arrive in offset order.
 //   - One way to rebuild state: a failed transaction that the producer
 //     survived (txn.Failure) and every rebalance drop the generation; the
 //     next session starts from the committed offsets and their metadata

@@ -66,7 +66,7 @@ func BenchmarkHandle(b *testing.B) {
 				m := msgs[i%ring]
 				m.Offset = int64(i / n)
 				m.Timestamp = clock.Add(time.Duration(i/n) * time.Millisecond)
-				p.handle(delivery{gen: 1, msg: m})
+				p.handle(delivery{gen: 1, msg: m, gate: newGate()})
 				i++
 				if i%4096 == 0 {
 					b.StopTimer()
@@ -106,7 +106,7 @@ func BenchmarkStep(b *testing.B) {
 			if i >= perPhase {
 				m.Timestamp = phaseStart.Add(100 * time.Millisecond)
 			}
-			p.handle(delivery{gen: 1, msg: m})
+			p.handle(delivery{gen: 1, msg: m, gate: newGate()})
 		}
 		offset += int64(len(msgs)/n + 1)
 		phaseStart = phaseStart.Add(100 * time.Millisecond)

@@ -49,8 +49,10 @@ type Pipeline struct {
 
 	outParts, quarParts int32
 
-	// Channels from the consumer group's goroutines to the loop.
-	in      chan delivery
+	// Channels from the consumer group's goroutines to the loop; hot
+	// carries the records of the partitions holding the watermark, which
+	// the loop takes first.
+	in, hot chan delivery
 	setups  chan setupReq
 	ends    chan endReq
 	lags    chan lagReport
@@ -110,8 +112,9 @@ type generation struct {
 
 // delivery is one record forwarded by a claim, tagged with its generation.
 type delivery struct {
-	gen int64
-	msg *sarama.ConsumerMessage
+	gen  int64
+	msg  *sarama.ConsumerMessage
+	gate *gate // the claim's, to count the record taken (gate.pending)
 }
 
 // New checks the output and quarantine topics and returns a pipeline ready
@@ -133,6 +136,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		outParts:  int32(len(out)),
 		quarParts: int32(len(quar)),
 		in:        make(chan delivery, inCapacity),
+		hot:       make(chan delivery, inCapacity),
 		setups:    make(chan setupReq),
 		ends:      make(chan endReq),
 		lags:      make(chan lagReport),
@@ -240,15 +244,18 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 	tick := time.NewTicker(p.cfg.Tick)
 	defer tick.Stop()
 	for {
-		in := p.in
+		in, hot := p.in, p.hot
 		if p.holdInput() {
-			in = nil
+			in, hot = nil, nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-consumeDone:
 			return errGroupStopped
+		case d := <-hot:
+			p.handle(d)
+			p.drainIn()
 		case d := <-in:
 			p.handle(d)
 			p.drainIn()
@@ -270,25 +277,33 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 	}
 }
 
-// inCapacity bounds the records between the claims and the loop: with the
-// gates of paused partitions closed, at most this many records of a paused
-// partition can still reach the buffer.
+// inCapacity bounds the records between the claims and the loop, on each
+// of in and hot: with the gates of paused partitions closed, at most this
+// many records of a paused partition can still reach the buffer.
 const inCapacity = 64
 
 // batch is how many waiting records the loop handles before it evaluates
 // seals and backpressure again.
 const batch = 256
 
-// drainIn handles the records already waiting, up to a batch, so Step
-// runs once per batch rather than once per record. It stops early when the
-// buffer crosses half its bound, so the pause decision is not late by a
-// whole batch.
+// drainIn handles the records already waiting, up to a batch, those of the
+// partitions holding the watermark first, so Step runs once per batch
+// rather than once per record. It stops early when the buffer crosses half
+// its bound, so the pause decision is not late by a whole batch.
 func (p *Pipeline) drainIn() {
 	for range batch {
 		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 || p.holdInput() {
 			return
 		}
 		select {
+		case d := <-p.hot:
+			p.handle(d)
+			continue
+		default:
+		}
+		select {
+		case d := <-p.hot:
+			p.handle(d)
 		case d := <-p.in:
 			p.handle(d)
 		default:
@@ -332,6 +347,7 @@ func (p *Pipeline) drain(consumeDone <-chan struct{}) {
 		case <-consumeDone:
 			return
 		case <-p.in:
+		case <-p.hot:
 		case r := <-p.setups:
 			r.reply <- setupReply{err: errStopping}
 		case r := <-p.ends:

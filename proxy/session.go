@@ -31,11 +31,18 @@ type endReq struct {
 	reply chan struct{}
 }
 
-// gate holds a paused partition's records in its claim goroutine, so they
-// wait there rather than in the phase buffer.
+// gate is the loop's word to one partition's claim: closed while the
+// partition is paused (its records wait in the claim rather than in the
+// phase buffer), hot while it holds the watermark back (its records go to
+// the loop ahead of every other partition's).
 type gate struct {
 	closed atomic.Bool
+	hot    atomic.Bool
 	wake   chan struct{} // capacity 1
+	// pending counts the partition's records sent on in or hot and not
+	// yet taken by the loop: the claim changes channel only at 0, so that
+	// no record overtakes an earlier one of its partition.
+	pending atomic.Int32
 }
 
 func newGate() *gate { return &gate{wake: make(chan struct{}, 1)} }
@@ -43,11 +50,20 @@ func newGate() *gate { return &gate{wake: make(chan struct{}, 1)} }
 // set opens or closes the gate; the loop calls it.
 func (g *gate) set(closed bool) {
 	g.closed.Store(closed)
-	if !closed {
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
+	g.poke()
+}
+
+// setHot marks the partition as holding the watermark, or not.
+func (g *gate) setHot(hot bool) {
+	g.hot.Store(hot)
+	g.poke()
+}
+
+// poke wakes the claim so that it acts on a change at once.
+func (g *gate) poke() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -83,51 +99,73 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 	return nil
 }
 
+// queueCap is how many records a claim queues before it stops fetching
+// its partition (it fetches again below half of it).
+const queueCap = 256
+
 // ConsumeClaim forwards the claim's records to the loop until the claim or
-// the generation ends. While the partition's gate is closed (paused), it
-// keeps draining the claim into held, so sarama's fetcher, which waits for
-// every partition of a fetch response to be taken, never stalls the other
-// partitions; held is bounded by what was fetched before the pause took
-// effect, and goes to the loop, in order, once the gate opens.
+// the generation ends. It always takes what sarama delivers into its own
+// queue, and bounds the queue by pausing the partition's fetches instead:
+// sarama's fetcher for a broker waits until every partition of a fetch
+// response has been taken before it sends the next fetch, so a claim that
+// waited on the loop would stall every partition of its broker, the ones
+// holding the watermark included (e2e P1: a holder received nothing for
+// 10 s while 511 claims competed for the loop). The queue goes to the loop
+// in order while the gate is open, on the hot channel while the partition
+// holds the watermark (it changes channel only when none of its records is
+// still in the other: gate.pending). The fetches stop while the gate is closed or the
+// queue is full; what was in flight still arrives and is queued.
 func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g := h.gen.Load()
-	gate := g.gates[align.TP{Topic: claim.Topic(), Partition: claim.Partition()}]
+	tp := align.TP{Topic: claim.Topic(), Partition: claim.Partition()}
+	gate := g.gates[tp]
 	if gate == nil {
 		gate = newGate() // a claim outside the generation's partitions: never closed
 	}
-	var held []*sarama.ConsumerMessage
+	var queue []*sarama.ConsumerMessage
+	fetching := true // the session starts with every partition resumed
+	lane := h.p.in
 	for {
 		closed := gate.closed.Load()
-		var out chan<- delivery // nil (never ready) unless held records may go
-		var next delivery
-		if !closed && len(held) > 0 {
-			out, next = h.p.in, delivery{gen: g.id, msg: held[0]}
+		if want := !closed && (len(queue) < queueCap/2 || fetching && len(queue) < queueCap); want != fetching {
+			fetching = want
+			h.p.fetch(tp, want)
 		}
-		var wake <-chan struct{}
-		if closed {
-			wake = gate.wake
+		var out chan<- delivery // nil (never ready) unless queued records may go
+		var next delivery
+		if !closed && len(queue) > 0 {
+			if gate.pending.Load() == 0 {
+				lane = h.p.in
+				if gate.hot.Load() {
+					lane = h.p.hot
+				}
+			}
+			out, next = lane, delivery{gen: g.id, msg: queue[0], gate: gate}
 		}
 		select {
 		case msg, ok := <-claim.Messages():
 			if !ok {
-				return nil // held records are read again by the next session
+				return nil // queued records are read again by the next session
 			}
-			if closed || len(held) > 0 {
-				held = append(held, msg)
-				continue
-			}
-			select {
-			case h.p.in <- delivery{gen: g.id, msg: msg}:
-			case <-g.ctx.Done():
-				return nil
-			}
+			queue = append(queue, msg)
 		case out <- next:
-			held[0] = nil
-			held = held[1:]
-		case <-wake:
+			gate.pending.Add(1)
+			queue[0] = nil
+			queue = queue[1:]
+		case <-gate.wake:
 		case <-g.ctx.Done():
 			return nil
 		}
+	}
+}
+
+// fetch pauses or resumes sarama's fetches of one partition.
+func (p *Pipeline) fetch(tp align.TP, on bool) {
+	parts := map[string][]int32{tp.Topic: {tp.Partition}}
+	if on {
+		p.deps.Group.Resume(parts)
+	} else {
+		p.deps.Group.Pause(parts)
 	}
 }
 
@@ -287,6 +325,7 @@ func (p *Pipeline) end(r endReq) {
 // handle hands one record to the session and turns its outcome into
 // metrics and logs.
 func (p *Pipeline) handle(d delivery) {
+	d.gate.pending.Add(-1)
 	g := p.gen
 	if g == nil || d.gen != g.id {
 		return // a record of a session that has ended

@@ -34,7 +34,7 @@ func (p *Pipeline) stepSession(g *generation) {
 	if st.Batch != nil {
 		p.startCommit(g, st.Batch)
 	}
-	p.apply(g, st.Actions)
+	p.apply(g, st.Actions, st.Holds)
 	for _, c := range st.Idle {
 		p.metrics.idle.WithLabelValues(c.Topic, partLabel(c.Partition)).Set(b2f(c.Idle))
 		if c.Idle {
@@ -48,35 +48,27 @@ func (p *Pipeline) stepSession(g *generation) {
 	}
 }
 
-// apply hands the session's pause decisions to the claims' gates and the
-// consumer group.
-func (p *Pipeline) apply(g *generation, acts []align.Action) {
-	if len(acts) == 0 {
-		return
+// apply hands the session's pause decisions and the partitions holding
+// the watermark to the claims' gates (a claim pauses and resumes its own
+// fetches: ConsumeClaim).
+func (p *Pipeline) apply(g *generation, acts []align.Action, holds []align.HoldChange) {
+	for _, c := range holds {
+		g.gates[c.TP].setHot(c.Holds)
 	}
-	pause, resume := map[string][]int32{}, map[string][]int32{}
 	for _, a := range acts {
 		part := partLabel(a.Partition)
 		g.gates[a.TP].set(a.Pause)
 		if a.Pause {
-			pause[a.Topic] = append(pause[a.Topic], a.Partition)
 			for _, r := range a.Reasons {
 				p.metrics.paused.WithLabelValues(a.Topic, part, r).Set(1)
 			}
 			p.transitions.add(p.log, tPaused, a.TP, "reasons", a.Reasons)
 		} else {
-			resume[a.Topic] = append(resume[a.Topic], a.Partition)
 			p.metrics.paused.DeletePartialMatch(map[string]string{"topic": a.Topic, "partition": part})
 			p.metrics.initPaused(a.TP)
 			p.metrics.pausedSeconds.WithLabelValues(a.Topic, part).Add(a.Paused.Seconds())
 			p.transitions.add(p.log, tResumed, a.TP, "paused_for", a.Paused)
 		}
-	}
-	if len(pause) > 0 {
-		p.deps.Group.Pause(pause)
-	}
-	if len(resume) > 0 {
-		p.deps.Group.Resume(resume)
 	}
 }
 

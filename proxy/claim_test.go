@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/phasegate/phasegate/align"
+)
+
+// fakeClaim is one partition's claim: the records given, then open.
+type fakeClaim struct {
+	tp   align.TP
+	msgs chan *sarama.ConsumerMessage
+}
+
+func (c *fakeClaim) Topic() string                            { return c.tp.Topic }
+func (c *fakeClaim) Partition() int32                         { return c.tp.Partition }
+func (c *fakeClaim) InitialOffset() int64                     { return 0 }
+func (c *fakeClaim) HighWaterMarkOffset() int64               { return 0 }
+func (c *fakeClaim) Messages() <-chan *sarama.ConsumerMessage { return c.msgs }
+
+// pauseCounter is the consumer group as ConsumeClaim uses it: it counts
+// the fetch pauses and resumes of the claim.
+type pauseCounter struct {
+	sarama.ConsumerGroup
+	pauses, resumes int
+}
+
+func (g *pauseCounter) Pause(map[string][]int32)  { g.pauses++ }
+func (g *pauseCounter) Resume(map[string][]int32) { g.resumes++ }
+
+// A partition's records reach the loop in offset order while the
+// partition keeps starting and stopping to hold the watermark (hot), the
+// loop always taking hot records first; and a claim whose queue fills
+// stops its partition's fetches and resumes them once it drains. With the
+// channel switched regardless of records still in the other one
+// (gate.pending), offsets arrive out of order.
+func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
+	const n = 3000
+	tp := align.TP{Topic: "a", Partition: 0}
+	group := &pauseCounter{}
+	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: group}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gt := newGate()
+	h := &handler{p: p}
+	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
+	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, n)}
+	for off := range int64(n) {
+		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.ConsumeClaim(nil, claim) }()
+
+	next := int64(0)
+	deadline := time.After(10 * time.Second)
+	for next < n {
+		var d delivery
+		select {
+		case d = <-p.hot:
+		default:
+			select {
+			case d = <-p.hot:
+			case d = <-p.in:
+			case <-deadline:
+				t.Fatalf("timed out at offset %d of %d", next, n)
+			}
+		}
+		d.gate.pending.Add(-1)
+		if d.msg.Offset != next {
+			t.Fatalf("offset %d arrived when %d was next: a record overtook an earlier one of its partition", d.msg.Offset, next)
+		}
+		next++
+		if next%37 == 0 {
+			gt.setHot(!gt.hot.Load())
+			time.Sleep(time.Millisecond) // let both channels fill
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if group.pauses == 0 || group.resumes == 0 {
+		t.Errorf("fetches paused %d and resumed %d times with %d records queued (cap %d): want both", group.pauses, group.resumes, n, queueCap)
+	}
+}
