@@ -158,6 +158,7 @@ type starvationWatch struct {
 	mu      sync.Mutex // mu guards the fields below
 	longest time.Duration
 	who     string
+	from    time.Duration // when the longest starvation began, since the instance started
 	samples int
 	hungry  int // samples with at least one hungry partition
 }
@@ -201,7 +202,7 @@ func watchStarvation(ctx context.Context, in *instance) *starvationWatch {
 					continue
 				}
 				if d := now.Sub(s.since); d > w.longest {
-					w.longest, w.who = d, k
+					w.longest, w.who, w.from = d, k, s.since.Sub(in.started)
 				}
 			}
 			if anyHungry {
@@ -223,6 +224,8 @@ func (w *starvationWatch) stop() (time.Duration, string, int, int) {
 	who := w.who
 	if who == "" {
 		who = "none"
+	} else {
+		who += fmt.Sprintf(" from %s", w.from.Round(10*time.Millisecond))
 	}
 	return w.longest, who, w.samples, w.hungry
 }
