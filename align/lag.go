@@ -60,3 +60,15 @@ func (s *Session[M]) Lag(lso map[TP]int64, err error) map[TP]int64 {
 	}
 	return raw
 }
+
+// Delivering tells the session that records of k are on their way to it
+// (the caller holds them upstream, as a claim's queue does): k's gap to its
+// last stable offset is records, not control records, so its gap clock
+// starts again (gapSettle). A partition starved of the loop's time then
+// holds the watermark instead of going idle with lag, which quarantined
+// its records as late (e2e P1 under load: 178,535 of 300,000).
+func (s *Session[M]) Delivering(k TP) {
+	if ps := s.parts[k]; ps != nil {
+		ps.lag.since = s.now()
+	}
+}

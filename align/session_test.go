@@ -273,6 +273,26 @@ func TestPhaseLife(t *testing.T) {
 			},
 		},
 		{
+			name:   "a gap whose records the caller says are on their way (Delivering) never counts as no lag",
+			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
+			run: func(t *testing.T, h *harness) {
+				h.feed(in{topic: "a", ms: 10})
+				h.feed(in{topic: "a", ms: 150})
+				gap := map[TP]int64{tp("a", 0): 2, tp("b", 0): 1}
+				h.s.Lag(gap, nil)
+				for range 4 { // 20 s, twice gapSettle: b/0's record waits upstream all along
+					h.clk.add(5 * time.Second)
+					h.s.Delivering(tp("b", 0))
+					h.s.Lag(gap, nil)
+					wantNoBatch(t, h.step())
+				}
+				h.clk.add(gapSettle + time.Second) // no longer delivering: the gap settles
+				h.s.Lag(gap, nil)
+				h.clk.add(1100 * time.Millisecond)
+				wantWrites(t, h.s.Step().Batch, "data a/0@0 ->0", "marker +0 ->0 count=1 idle", "data a/0@1 ->0", "marker +1 ->0 count=1 idle")
+			},
+		},
+		{
 			name:   "strict mode (idle timeout 0) waits for a silent partition for ever",
 			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
 			opts: []func(*Config){func(c *Config) { c.Watermarks.IdleTimeout = 0 }},

@@ -34,8 +34,9 @@ func (g *pauseCounter) Resume(map[string][]int32) { g.resumes++ }
 
 // A partition's records reach the loop in offset order while the
 // partition keeps starting and stopping to hold the watermark (hot), the
-// loop always taking hot records first; and a claim whose queue fills
-// stops its partition's fetches and resumes them once it drains. With the
+// loop always taking hot records first; and a claim whose queue holds two
+// fetches' worth stops its partition's fetches and resumes them once it
+// drains. With the
 // channel switched regardless of records still in the other one
 // (gate.pending), offsets arrive out of order.
 func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
@@ -50,7 +51,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
 	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, n)}
 	for off := range int64(n) {
-		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: make([]byte, 1<<10)}
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.ConsumeClaim(nil, claim) }()
@@ -84,6 +85,6 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	if group.pauses == 0 || group.resumes == 0 {
-		t.Errorf("fetches paused %d and resumed %d times with %d records queued (cap %d): want both", group.pauses, group.resumes, n, queueCap)
+		t.Errorf("fetches paused %d and resumed %d times with %d KiB queued (limit %d KiB): want both", group.pauses, group.resumes, n, 2*fetchBytes(0)>>10)
 	}
 }

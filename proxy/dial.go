@@ -63,9 +63,15 @@ func (k Kafka) ConsumerConfig(maxBufferBytes int64, instanceID string) *sarama.C
 	c.Consumer.Group.Session.Timeout = k.SessionTimeout
 	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
 	c.Consumer.Group.InstanceId = instanceID
-	c.Consumer.Fetch.Default = int32(min(max(maxBufferBytes/64, 64<<10), 1<<20))
+	c.Consumer.Fetch.Default = int32(fetchBytes(maxBufferBytes))
 	c.Consumer.MaxProcessingTime = time.Second
 	return c
+}
+
+// fetchBytes is what one fetch asks of a partition: a 64th of the buffer
+// bound, within 64 KiB..1 MiB. A claim queues up to twice it (ConsumeClaim).
+func fetchBytes(maxBufferBytes int64) int64 {
+	return min(max(maxBufferBytes/64, 64<<10), 1<<20)
 }
 
 // Dial connects a pipeline. The transactional producer comes first: its

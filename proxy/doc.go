@@ -31,7 +31,7 @@
 //     on the others. sarama's fetcher for a broker sends its next fetch
 //     only once every partition of the last response has been taken, so a
 //     claim never waits on the loop: it queues what sarama delivers and
-//     bounds its queue by pausing its own partition's fetches (queueCap),
+//     bounds its queue by pausing its own partition's fetches (fetchBytes),
 //     and the loop takes the hot channel (the holders' records, align
 //     Step.Holds) before in. A partition's records change channel only
 //     when none is left in the other, so they arrive in offset order.

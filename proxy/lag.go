@@ -84,10 +84,17 @@ func lastStableOffsets(c sarama.Client, parts []align.TP) (map[align.TP]int64, e
 	return out, nil
 }
 
-// lag hands a measurement to the session and sets the lag gauges.
+// lag hands a measurement to the session, telling it first which
+// partitions have records on their way (a gap to the last stable offset
+// that is not control records), and sets the lag gauges.
 func (p *Pipeline) lag(r lagReport) {
 	if p.gen == nil {
 		return
+	}
+	for k, g := range p.gen.gates {
+		if g.delivering() {
+			p.gen.s.Delivering(k)
+		}
 	}
 	for k, n := range p.gen.s.Lag(r.lso, r.err) {
 		p.metrics.consumerLag.WithLabelValues(k.Topic, partLabel(k.Partition)).Set(float64(n))

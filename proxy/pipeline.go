@@ -318,18 +318,21 @@ func (p *Pipeline) drainIn() {
 // backlog, hundreds of output partitions) makes the next one longer, until
 // one outlives PHASEGATE_TRANSACTION_TIMEOUT and the broker aborts it (e2e
 // P1 was fenced that way once). Open phases do not count: the tracker
-// bounds them by pausing the partitions ahead, never the one holding the
-// watermark, which must go on being read. While the loop stops, the
-// holders are not read either: the stop lasts one commit, about 0.3 s for
-// 4 MiB (e2e P1 on 2 cores; 16 MiB held a holder 1.3 s).
-const commitBudget = 4 << 20
+// bounds them by pausing the partitions ahead, never the ones holding the
+// watermark. While the loop stops, the holders are not read either (e2e
+// P1: up to 1.3 s); a smaller budget pays a transaction's fixed cost more
+// often (4 MiB ran the 100 ms phases of make bench at 0.59x, 20
+// transactions instead of 8), and reading the holders' records on past it
+// starved partitions whose records were already on the in channel for
+// 10.4 s.
+const commitBudget = 16 << 20
 
 // holdInput reports whether the loop stops taking records: a transaction
 // is in flight and the next one holds the budget (or half the memory
 // bound, if lower). Memory as a whole is the tracker's: sealed phases
 // waiting or in flight count toward its bound like open ones (align holds
-// them there), so partitions ahead are paused and the one holding the
-// watermark is still read.
+// them there), so partitions ahead are paused and the ones holding the
+// watermark are still read.
 func (p *Pipeline) holdInput() bool {
 	g := p.gen
 	return p.inflight && g != nil && g.s.Waiting() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
