@@ -93,22 +93,26 @@ type Offset struct {
 	Metadata string
 }
 
-// build takes every sealed phase and the queued quarantine records into a
-// Batch.
+// build takes the oldest sealed phases (batchPhases) and the queued
+// quarantine records into a Batch. When sealed phases are left for the
+// next Batch, the committed global watermark is the oldest of them: after
+// a restart their records are read again and sealed again, not taken for
+// resolved.
 func (s *Session[M]) build() *Batch[M] {
-	b := &Batch[M]{Seals: make([]Sealed, len(s.sealed)), Quarantined: map[markers.Reason]int{},
-		Duplicates: s.dups, quarantined: len(s.quar), lanes: &s.lanes}
+	take, bytes := s.batchPhases()
+	b := &Batch[M]{Seals: make([]Sealed, take), Quarantined: map[markers.Reason]int{},
+		Duplicates: s.dups, quarantined: len(s.quar), lanes: &s.lanes, bytes: bytes}
 	s.dups = Duplicates{}
-	n := len(s.quar) + len(s.sealed)*len(s.lanes.all)
-	for _, seal := range s.sealed {
+	s.sealedBytes -= bytes
+	n := len(s.quar) + take*len(s.lanes.all)
+	for _, seal := range s.sealed[:take] {
 		if ph := s.phases[seal.Phase]; ph != nil {
 			n += len(ph.items)
 		}
 	}
 	b.Writes = make([]Write[M], 0, n)
-	skip := make(map[uint64]bool, len(s.sealed))
-	b.bytes, s.sealedBytes = s.sealedBytes, 0 // build takes every sealed phase
-	for i, seal := range s.sealed {
+	skip := make(map[uint64]bool, take)
+	for i, seal := range s.sealed[:take] {
 		skip[seal.Phase] = true
 		b.Seals[i] = Sealed{Seal: seal, PerTopic: make(map[string]int, len(s.cfg.InputTopics))}
 		s.appendPhase(b, &b.Seals[i])
@@ -118,6 +122,9 @@ func (s *Session[M]) build() *Batch[M] {
 		b.Quarantined[q.reason]++
 	}
 	global := s.tracker.Global()
+	if take < len(s.sealed) {
+		global = s.sealed[take].Phase
+	}
 	b.Offsets = make([]Offset, len(s.byP))
 	for i, ps := range s.byP {
 		cm := commitMeta{global: max(global, ps.sealedBelow), consumed: ps.next}
@@ -125,6 +132,31 @@ func (s *Session[M]) build() *Batch[M] {
 		b.Offsets[i] = Offset{TP: ps.TP, Offset: s.commitOffset(ps, skip), Metadata: cm.String()}
 	}
 	return b
+}
+
+// batchPhases returns how many of the oldest sealed phases the next Batch
+// takes, and their bytes: up to Config.BatchBytes, at least one, and at
+// least every phase up to that of a queued late record. A Batch cuts only
+// above every late record it commits, so that the committed global
+// watermark (the first phase left) stays above them: read again after a
+// restart, a late record is resolved, not buffered a second time.
+func (s *Session[M]) batchPhases() (int, int64) {
+	var late uint64 // highest late phase + 1
+	for _, q := range s.quar {
+		late = max(late, q.latePhase)
+	}
+	var bytes int64
+	for i, seal := range s.sealed {
+		var n int64
+		if ph := s.phases[seal.Phase]; ph != nil {
+			n = ph.bytes
+		}
+		if i > 0 && s.cfg.BatchBytes > 0 && bytes+n > s.cfg.BatchBytes && seal.Phase >= late {
+			return i, bytes
+		}
+		bytes += n
+	}
+	return len(s.sealed), bytes
 }
 
 // appendPhase appends a sealed phase's data records, then one marker per

@@ -119,7 +119,9 @@ func (s *Session[M]) Handle(r *Record[M]) Outcome {
 		// A phase whose dedupe set was evicted is open again in the cache
 		// after Add: seal it again, or it would stay there for good.
 		s.dedupe.Seal(id)
-		return s.quarantine(ps, r, markers.ReasonLate, fmt.Sprintf("phase %d is sealed (global watermark %d)", id, max(s.tracker.Global(), ps.sealedBelow)))
+		out := s.quarantine(ps, r, markers.ReasonLate, fmt.Sprintf("phase %d is sealed (global watermark %d)", id, max(s.tracker.Global(), ps.sealedBelow)))
+		s.quar[len(s.quar)-1].latePhase = id + 1
+		return out
 	}
 	s.buffer(id, ps, r.Msg, r.Offset, s.cfg.Routing.route(r.Key, r.Partition, s.cfg.OutputPartitions), int64(rec.Bytes))
 	return out
@@ -178,11 +180,14 @@ func (s *Session[M]) replayed(ps *part) {
 	}
 }
 
-// quarantined is a record on its way to the quarantine topic.
+// quarantined is a record on its way to the quarantine topic. latePhase
+// is, for a late record, its phase + 1 (0 for any other): a Batch that
+// takes it takes every sealed phase up to that one (build).
 type quarantined[M any] struct {
 	msg       M
 	partition int32
 	reason    markers.Reason
+	latePhase uint64
 }
 
 // quarantine queues r for the quarantine topic; it is written by the next

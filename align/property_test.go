@@ -71,6 +71,11 @@ func newChaos(t *testing.T, seed uint64) *chaos {
 		if rng.IntN(2) == 0 {
 			c.Dedupe.MaxSealedPhases, c.Dedupe.MaxIdentities = 2, 40
 		}
+		if rng.IntN(2) == 0 {
+			// Batches of one to a few phases: sealed phases wait for the
+			// next Batch, across crashes and failed commits.
+			c.BatchBytes = int64(1 + rng.IntN(4000))
+		}
 	}
 	h := newHarness(t, topics, out, opts)
 	c := &chaos{harness: h, rng: rng, clocks: map[TP]int64{}, ids: map[TP]int{}, paused: map[TP]bool{}, lastCommit: map[TP]int64{}}

@@ -35,6 +35,11 @@ type Config struct {
 	// QuarantineDelay bounds how long a quarantined record waits for a
 	// seal before Step commits it in a transaction of its own.
 	QuarantineDelay time.Duration
+	// BatchBytes bounds the bytes of the sealed phases one Batch takes (0:
+	// no bound): the oldest phases up to it, at least one, so that a
+	// transaction stays short however much sealed while the last one was
+	// in flight; the rest wait for the next Batch.
+	BatchBytes int64
 }
 
 // Validate checks what the watermarks and dedupe configurations do not.
@@ -46,6 +51,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("align: output and quarantine topics need partitions (have %d and %d)", c.OutputPartitions, c.QuarantinePartitions)
 	case c.QuarantineDelay <= 0:
 		return errors.New("align: QuarantineDelay must be positive")
+	case c.BatchBytes < 0:
+		return errors.New("align: BatchBytes must not be negative")
 	case c.Watermarks.Now == nil:
 		return errors.New("align: Watermarks.Now (the clock) is required")
 	}

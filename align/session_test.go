@@ -293,6 +293,29 @@ func TestPhaseLife(t *testing.T) {
 			},
 		},
 		{
+			name:   "BatchBytes: a Batch takes the oldest sealed phases up to the bound (at least one), commits the first phase it leaves as the global watermark, and takes every phase up to a queued late record's",
+			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
+			opts: []func(*Config){func(c *Config) { c.BatchBytes = 1 }},
+			run: func(t *testing.T, h *harness) {
+				for _, ms := range []int64{10, 110, 210, 310} {
+					h.feed(in{topic: "a", ms: ms})
+					h.feed(in{topic: "b", ms: ms})
+				}
+				st := h.s.Step() // +0 to +2 sealed; one phase per Batch
+				wantWrites(t, st.Batch, "data a/0@0 ->0", "data b/0@0 ->0", "marker +0 ->0 count=2 watermark")
+				if m, err := parseCommitMeta(offsetOf(st.Batch, tp("a", 0)).Metadata); err != nil || m.global != phaseAt(110) {
+					t.Errorf("committed global = %d (%v), want %d (the first phase left for the next Batch)", m.global, err, phaseAt(110))
+				}
+				h.commit(st.Batch)
+				h.feed(in{topic: "a", ms: 220}) // late: +2 is sealed, waiting; the next Batch takes +1 and +2
+				st = h.s.Step()
+				wantWrites(t, st.Batch, "data a/0@1 ->0", "data b/0@1 ->0", "marker +1 ->0 count=2 watermark",
+					"data a/0@2 ->0", "data b/0@2 ->0", "marker +2 ->0 count=2 watermark", "quarantine late a/0@4 ->0")
+				h.commit(st.Batch)
+				wantNoBatch(t, h.s.Step())
+			},
+		},
+		{
 			name:   "strict mode (idle timeout 0) waits for a silent partition for ever",
 			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
 			opts: []func(*Config){func(c *Config) { c.Watermarks.IdleTimeout = 0 }},

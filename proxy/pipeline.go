@@ -312,30 +312,23 @@ func (p *Pipeline) drainIn() {
 	}
 }
 
-// commitBudget bounds the bytes of sealed phases waiting for the next
-// transaction while one is in flight: beyond it the loop stops taking
-// records until the commit returns. Without a bound a long commit (a
-// backlog, hundreds of output partitions) makes the next one longer, until
-// one outlives PHASEGATE_TRANSACTION_TIMEOUT and the broker aborts it (e2e
-// P1 was fenced that way once). Open phases do not count: the tracker
-// bounds them by pausing the partitions ahead, never the ones holding the
-// watermark. While the loop stops, the holders are not read either (e2e
-// P1: up to 1.3 s); a smaller budget pays a transaction's fixed cost more
-// often (4 MiB ran the 100 ms phases of make bench at 0.59x, 20
-// transactions instead of 8), and reading the holders' records on past it
-// starved partitions whose records were already on the in channel for
-// 10.4 s.
-const commitBudget = 16 << 20
+// batchBytes bounds the sealed phases one transaction takes (align
+// Config.BatchBytes; at least one phase): what seals while a commit is in
+// flight waits for the next, so no transaction outlives
+// PHASEGATE_TRANSACTION_TIMEOUT however long the one before took (e2e P1
+// was fenced that way once, when each transaction took everything sealed
+// during the last). 16 MiB: 4 MiB ran the 100 ms phases of make bench at
+// 0.59x (20 transactions instead of 8: a transaction has a fixed cost).
+const batchBytes = 16 << 20
 
 // holdInput reports whether the loop stops taking records: a transaction
-// is in flight and the next one holds the budget (or half the memory
-// bound, if lower). Memory as a whole is the tracker's: sealed phases
-// waiting or in flight count toward its bound like open ones (align holds
-// them there), so partitions ahead are paused and the ones holding the
-// watermark are still read.
+// is in flight and the sealed phases waiting for the next hold half the
+// memory bound. The tracker pauses the partitions ahead of the watermark
+// (sealed phases waiting count toward its bound, align holds them there)
+// but never the ones holding it; this bounds what those read meanwhile.
 func (p *Pipeline) holdInput() bool {
 	g := p.gen
-	return p.inflight && g != nil && g.s.Waiting() >= min(commitBudget, p.cfg.Watermarks.MaxBufferBytes/2)
+	return p.inflight && g != nil && g.s.Waiting() >= p.cfg.Watermarks.MaxBufferBytes/2
 }
 
 // drain answers session requests and drops records until the consumer

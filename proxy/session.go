@@ -330,7 +330,7 @@ func (p *Pipeline) alignConfig() align.Config {
 	return align.Config{
 		InputTopics: p.cfg.InputTopics, OutputPartitions: p.outParts, QuarantinePartitions: p.quarParts,
 		Emitter: p.cfg.TransactionalID, Routing: p.cfg.Routing, Watermarks: p.cfg.Watermarks,
-		Dedupe: p.cfg.Dedupe, QuarantineDelay: p.cfg.QuarantineDelay,
+		Dedupe: p.cfg.Dedupe, QuarantineDelay: p.cfg.QuarantineDelay, BatchBytes: batchBytes,
 	}
 }
 
