@@ -36,12 +36,16 @@
 //     transaction decided).
 //   - A Batch writes each sealed phase's data, then one marker on EVERY
 //     output partition (MARKERS.md 3.2), phase by phase in ascending order,
-//     then the quarantined records, then the input offsets. The committed
-//     offset of a partition never passes a record still buffered in a phase
-//     that is not in the Batch; its metadata (commitMeta) carries the global
-//     watermark, the consumed position and the last input marker, so a
-//     sealed phase never reopens after a restart and records read again are
-//     not resolved twice.
+//     then the quarantined records, then the input offsets. It takes the
+//     oldest sealed phases up to Config.BatchBytes (at least one, and every
+//     one up to the phase of a late record it quarantines); the rest wait
+//     for the next Batch. The committed offset of a partition never passes
+//     a record still buffered in a phase that is not in the Batch; its
+//     metadata (commitMeta) carries the global watermark (the first sealed
+//     phase left, if any), the consumed position and the last input marker,
+//     so a committed phase never reopens after a restart, a phase left for
+//     the next Batch is sealed again, and records read again are not
+//     resolved twice.
 //   - A session started from committed offsets builds no Batch until every
 //     partition has been read again up to the consumed position (h) of the
 //     last committed transaction, or its log ends before: an earlier Batch
@@ -58,7 +62,10 @@
 //     partition holding the global watermark is never paused.
 //     BufferedBytes counts every record held: open phases, sealed phases
 //     waiting for a Batch (Waiting, which the caller bounds while a Batch
-//     is in flight) and the Batch in flight.
+//     is in flight: the partitions holding the watermark are never paused)
+//     and the Batch in flight.
+//   - Step reports the partitions holding the session's watermark back
+//     (Holds): the caller reads their records first.
 //   - Status is a pure function of the state: building it changes nothing.
 //     Transitions (idle, live, paused, resumed, seal timeouts) are reported
 //     by Step, once each, where they happen.
