@@ -98,7 +98,7 @@ func (s *starveTracker) observe(body []byte, t time.Time) bool {
 }
 
 // watchStarvation polls the sidecar's status path (BENCH_PHASES_PATH,
-// default /phases) every 150 ms until ctx ends.
+// default /phases?partitions=all) every 150 ms until ctx ends.
 func watchStarvation(ctx context.Context, sc *sidecar, path string) starvation {
 	tr := newStarveTracker()
 	unusable := 0
