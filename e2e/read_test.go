@@ -21,8 +21,14 @@ import (
 )
 
 // readQuiet ends a read once no record arrived for this long; the sidecar
-// is stopped by then, so nothing new is on its way.
-const readQuiet = 2 * time.Second
+// is stopped by then, so nothing new is on its way. A partition that holds
+// offsets but gave no record yet extends the read, up to readQuietMax in
+// all: on a loaded machine a client reading 256 partitions went quiet for
+// 2 s before it had fetched partition 0 (P1, read_uncommitted).
+const (
+	readQuiet    = 2 * time.Second
+	readQuietMax = 5
+)
 
 // readAll reads every partition of topic from the start with franz-go,
 // read_committed or read_uncommitted, and returns the records of each
@@ -46,7 +52,19 @@ func readAll(ctx context.Context, brokers []string, topic string, committed bool
 	if err := td.Error(); err != nil {
 		return nil, err
 	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]*kgo.Record, len(td[topic].Partitions))
+	unread := func() bool { // a partition with offsets has given no record
+		missing := false
+		ends.Each(func(o kadm.ListedOffset) {
+			missing = missing || o.Offset > 0 && int(o.Partition) < len(out) && len(out[o.Partition]) == 0
+		})
+		return missing
+	}
+	quiet := 0
 	for {
 		pctx, cancel := context.WithTimeout(ctx, readQuiet)
 		fs := cl.PollFetches(pctx)
@@ -64,7 +82,11 @@ func readAll(ctx context.Context, brokers []string, topic string, committed bool
 			n++
 			out[r.Partition] = append(out[r.Partition], r)
 		})
-		if n == 0 {
+		if n > 0 {
+			quiet = 0
+			continue
+		}
+		if quiet++; !unread() || quiet >= readQuietMax {
 			return out, nil
 		}
 	}
