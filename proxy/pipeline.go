@@ -115,6 +115,7 @@ type delivery struct {
 	gen  int64
 	msg  *sarama.ConsumerMessage
 	gate *gate // the claim's, to count the record taken (gate.pending)
+	size int64 // key, value and headers (messageBytes)
 }
 
 // New checks the output and quarantine topics and returns a pipeline ready
@@ -302,8 +303,6 @@ func (p *Pipeline) drainIn() {
 		default:
 		}
 		select {
-		case d := <-p.hot:
-			p.handle(d)
 		case d := <-p.in:
 			p.handle(d)
 		default:

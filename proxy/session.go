@@ -128,8 +128,8 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 	if gate == nil {
 		gate = newGate() // a claim outside the generation's partitions: never closed
 	}
-	var queue []*sarama.ConsumerMessage
-	var queued int64 // the queue's bytes
+	var queue []delivery // sized once here; handle takes the size along
+	var queued int64     // the queue's bytes
 	limit := fetchBytes(h.p.cfg.Watermarks.MaxBufferBytes)
 	fetching := true // the session starts with every partition resumed
 	lane := h.p.in
@@ -148,20 +148,21 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 					lane = h.p.hot
 				}
 			}
-			out, next = lane, delivery{gen: g.id, msg: queue[0], gate: gate}
+			out, next = lane, queue[0]
 		}
 		select {
 		case msg, ok := <-claim.Messages():
 			if !ok {
 				return nil // queued records are read again by the next session
 			}
-			queue = append(queue, msg)
-			queued += messageBytes(msg)
+			d := delivery{gen: g.id, msg: msg, gate: gate, size: messageBytes(msg)}
+			queue = append(queue, d)
+			queued += d.size
 			gate.queued.Store(int32(len(queue)))
 		case out <- next:
 			gate.pending.Add(1)
-			queued -= messageBytes(queue[0])
-			queue[0] = nil
+			queued -= next.size
+			queue[0] = delivery{}
 			queue = queue[1:]
 			gate.queued.Store(int32(len(queue)))
 		case <-gate.wake:
@@ -354,10 +355,9 @@ func (p *Pipeline) handle(d delivery) {
 	msg := d.msg
 	r := &align.Record[*sarama.ConsumerMessage]{
 		Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, TimestampMs: msg.Timestamp.UnixMilli(),
-		Key: msg.Key, Value: msg.Value, Size: len(msg.Key) + len(msg.Value), Msg: msg,
+		Key: msg.Key, Value: msg.Value, Size: int(d.size), Msg: msg,
 	}
 	for _, h := range msg.Headers {
-		r.Size += len(h.Key) + len(h.Value)
 		if r.MetaErr == nil {
 			r.MetaErr = r.Meta.Observe(h.Key, h.Value)
 		}
