@@ -10,7 +10,8 @@ import "slices"
 type View struct {
 	layout   uint64
 	gen      int32     // the instance's current group generation; -1 before it joined
-	held     []*Report // latest usable report per task, nil when none
+	held     []Report // latest report per task, valid where reported
+	reported []bool   // a report of the task is held
 	global   uint64
 	globalMs int64
 	started  bool                // global has been computed once
@@ -20,7 +21,7 @@ type View struct {
 // NewView returns a View of tasks 0..n-1 under layout fingerprint layout,
 // holding no report: it holds the watermark until every task reported.
 func NewView(n int, layout uint64) *View {
-	return &View{layout: layout, gen: -1, held: make([]*Report, n), data: map[uint64]struct{}{}}
+	return &View{layout: layout, gen: -1, held: make([]Report, n), reported: make([]bool, n), data: map[uint64]struct{}{}}
 }
 
 // SetGeneration tells the view the instance's current group generation
@@ -41,18 +42,45 @@ func (v *View) SetGeneration(gen int32) { v.gen = gen }
 // report of the layout, replacing or not, are kept for DataPhases (F7):
 // they are facts about the input whoever saw them.
 func (v *View) Apply(r Report) bool {
-	if r.Layout != v.layout || r.Task < 0 || int(r.Task) >= len(v.held) {
+	if r.Layout != v.layout {
 		return false
 	}
-	for _, ph := range r.Open {
+	v.noteOpen(r.Open)
+	return v.hold(r)
+}
+
+// ApplyEach applies r to v as the report of each of tasks, with r.Task
+// set to each in turn: what an instance reports for every task it owns
+// (they share one session, so one report). The same as v.Apply per task,
+// but it notes r's open phases once and allocates nothing: it runs on
+// every step of the pipeline, and an instance may own hundreds of tasks.
+// (A function, not a method, so that it takes tasks.ID slices as they are.)
+func ApplyEach[T ~int32](v *View, r Report, tasks []T) {
+	if r.Layout != v.layout {
+		return
+	}
+	v.noteOpen(r.Open)
+	for _, t := range tasks {
+		r.Task = int32(t)
+		v.hold(r)
+	}
+}
+
+func (v *View) noteOpen(open []uint64) {
+	for _, ph := range open {
 		v.data[ph] = struct{}{}
 	}
-	h := v.held[r.Task]
-	if h != nil && r.Generation < h.Generation && h.Generation <= v.gen {
+}
+
+// hold makes r its task's held report unless the rules of Apply refuse it.
+func (v *View) hold(r Report) bool {
+	if r.Task < 0 || int(r.Task) >= len(v.held) {
 		return false
 	}
-	c := r
-	v.held[r.Task] = &c
+	if h := &v.held[r.Task]; v.reported[r.Task] && r.Generation < h.Generation && h.Generation <= v.gen {
+		return false
+	}
+	v.held[r.Task], v.reported[r.Task] = r, true
 	return true
 }
 
@@ -60,7 +88,7 @@ func (v *View) Apply(r Report) bool {
 // the task holds the watermark again until its owner reports.
 func (v *View) Forget(task int32) {
 	if task >= 0 && int(task) < len(v.held) {
-		v.held[task] = nil
+		v.held[task], v.reported[task] = Report{}, false
 	}
 }
 
@@ -79,8 +107,9 @@ func (v *View) Advance() (global uint64, globalMs int64, held int32) {
 	var minLow, maxHigh uint64
 	var minMs, maxMs int64
 	live, idle := 0, 0
-	for i, r := range v.held {
-		if r == nil || r.Generation > v.gen {
+	for i := range v.held {
+		r := &v.held[i]
+		if !v.reported[i] || r.Generation > v.gen {
 			return v.global, v.globalMs, int32(i)
 		}
 		if r.Idle {
@@ -135,8 +164,8 @@ func (v *View) Tasks() []TaskState {
 	out := make([]TaskState, len(v.held))
 	for i, r := range v.held {
 		out[i].Task = int32(i)
-		if r != nil {
-			out[i].Reported, out[i].Usable, out[i].Report = true, r.Generation <= v.gen, *r
+		if v.reported[i] {
+			out[i].Reported, out[i].Usable, out[i].Report = true, r.Generation <= v.gen, r
 		}
 	}
 	return out

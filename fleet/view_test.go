@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -176,5 +177,65 @@ func TestViewDataPhases(t *testing.T) {
 	v.Prune(5)
 	if got := v.DataPhases(0, 100); !slices.Equal(got, []uint64{5, 7}) {
 		t.Fatalf("after Prune(5): %v, want [5 7]", got)
+	}
+}
+
+// ApplyEach is Apply per task: two views fed the same reports, one through
+// each, hold the same reports and advance alike, stale generations
+// included (the held report of a later generation refuses an earlier one).
+func TestApplyEachIsApplyPerTask(t *testing.T) {
+	owned := []int32{0, 2, 3, -1, 7} // -1 and 7 are outside a view of 5 tasks
+	reports := []Report{live(0, 4, 2), live(0, 6, 1), idle(0, 5, 9, 2), live(0, 8, 3), {Layout: fp + 1, Low: 1}}
+	reports[3].Open = []uint64{8, 9}
+	each, per := NewView(5, fp), NewView(5, fp)
+	each.SetGeneration(2)
+	per.SetGeneration(2)
+	for i, r := range reports {
+		ApplyEach(each, r, owned)
+		for _, task := range owned {
+			r.Task = task
+			per.Apply(r)
+		}
+		if !slices.EqualFunc(each.Tasks(), per.Tasks(), func(a, b TaskState) bool {
+			return a.Task == b.Task && a.Reported == b.Reported && a.Usable == b.Usable &&
+				a.Report.Low == b.Report.Low && a.Report.Generation == b.Report.Generation && a.Report.Task == b.Report.Task
+		}) {
+			t.Fatalf("after report %d: ApplyEach holds %+v, Apply per task %+v", i, each.Tasks(), per.Tasks())
+		}
+		per.Apply(live(1, 3, 2))
+		each.Apply(live(1, 3, 2))
+		g1, ms1, h1 := each.Advance()
+		g2, ms2, h2 := per.Advance()
+		if g1 != g2 || ms1 != ms2 || h1 != h2 {
+			t.Fatalf("after report %d: ApplyEach advances to %d/%d/%d, Apply per task to %d/%d/%d", i, g1, ms1, h1, g2, ms2, h2)
+		}
+	}
+	if got := each.DataPhases(0, 100); !slices.Equal(got, []uint64{8, 9}) {
+		t.Errorf("DataPhases = %v, want [8 9]", got)
+	}
+	if ts := each.Tasks()[2]; ts.Report.Task != 2 || ts.Report.Low != 8 || ts.Usable {
+		t.Errorf("task 2 holds %+v, want the generation-3 report, held but not usable at generation 2", ts)
+	}
+}
+
+// BenchmarkApplyEach: what share costs per pipeline step for the tasks an
+// instance owns.
+func BenchmarkApplyEach(b *testing.B) {
+	for _, n := range []int{6, 256} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			v := NewView(n, fp)
+			v.SetGeneration(1)
+			owned := make([]int32, n)
+			for i := range owned {
+				owned[i] = int32(i)
+			}
+			r := live(0, 5, 1)
+			r.Open = []uint64{5, 6, 7}
+			b.ReportAllocs()
+			for b.Loop() {
+				ApplyEach(v, r, owned)
+				v.Advance()
+			}
+		})
 	}
 }

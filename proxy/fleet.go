@@ -178,16 +178,13 @@ func (p *Pipeline) share(g *generation) bool {
 	now := p.now()
 	if len(g.tasks) > 0 {
 		rep := p.report(g, now)
-		due := g.due(rep, now)
-		for _, id := range g.tasks {
-			rep.Task = int32(id)
-			p.view.Apply(rep)
-			if due {
+		fleet.ApplyEach(p.view, rep, g.tasks)
+		if g.due(rep, now) {
+			for _, id := range g.tasks {
+				rep.Task = int32(id)
 				p.deps.Reports.prod.Input() <- &sarama.ProducerMessage{Topic: p.cfg.WatermarkTopic, Partition: 0,
 					Key: sarama.ByteEncoder(rep.AppendKey(nil)), Value: sarama.ByteEncoder(rep.AppendValue(nil))}
 			}
-		}
-		if due {
 			g.sent, g.sentAt = rep, now
 		}
 	}

@@ -52,12 +52,12 @@ type config struct {
 	PartitionsRecords []int         `env:"PARTITIONS_RECORDS" envDefault:"500000,500000,250000"` // per entry of BENCH_PARTITIONS (the last repeats)
 	PartitionsPhase   time.Duration `env:"PARTITIONS_PHASE" envDefault:"1s"`
 	PartitionsSize    int           `env:"PARTITIONS_SIZE" envDefault:"100"`
-	PartitionsIdle    time.Duration `env:"PARTITIONS_IDLE" envDefault:"1s"`                 // PHASEGATE_IDLE_TIMEOUT of those runs
-	PartitionsKeys    int           `env:"PARTITIONS_KEYS" envDefault:"1000"`               // distinct keys, hashed to partitions
-	PartitionsRate    float64       `env:"PARTITIONS_RATE" envDefault:"50000"`              // records/s of event time: 500,000 records span 10 phases of 1 s
-	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`                  // how far in the past the input is stamped
-	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases?partitions=all"` // the sidecar's status with the per-partition list (its summary has none)
-	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"`       // stream threads of the pass-through there
+	PartitionsIdle    time.Duration `env:"PARTITIONS_IDLE" envDefault:"1s"`                     // PHASEGATE_IDLE_TIMEOUT of those runs
+	PartitionsKeys    int           `env:"PARTITIONS_KEYS" envDefault:"1000"`                   // distinct keys, hashed to partitions
+	PartitionsRate    float64       `env:"PARTITIONS_RATE" envDefault:"50000"`                  // records/s of event time: 500,000 records span 10 phases of 1 s
+	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`                      // how far in the past the input is stamped
+	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases?partitions=holding"` // the rows of the partitions holding the watermark (the summary has no rows)
+	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"`           // stream threads of the pass-through there
 
 	// The instances step (issue 11): 1, 2, 3 sidecars of one group over one input.
 	Instances      []int         `env:"INSTANCES" envDefault:"1,2,3"`

@@ -79,7 +79,7 @@ func (r *runner) partitions(ctx context.Context, total, records int, rate float6
 	pr.FillS = f.Seconds
 	r.log.Info("partitions input written", "partitions", total, "records", records, "empty_partitions", pr.Empty, "seconds", f.Seconds)
 	in := relayInput{Topics: topics, Records: records, LastMs: f.LastMs, OutParts: out, Watch: true}
-	env := sidecarEnv{PhaseLength: c.PartitionsPhase, Extra: []string{"PHASEGATE_IDLE_TIMEOUT=" + c.PartitionsIdle.String()}}
+	env := sidecarEnv{PhaseLength: c.PartitionsPhase, Pprof: c.Profile, Extra: []string{"PHASEGATE_IDLE_TIMEOUT=" + c.PartitionsIdle.String()}}
 	pr.Relay = r.relay(ctx, fmt.Sprintf("parts-%d-relay", total), in, c.PartitionsSize, env)
 	if ctx.Err() == nil {
 		pr.Streams = r.streamsRelay(ctx, fmt.Sprintf("parts-%d-streams", total), in, c.PartitionsSize, c.PartitionsStreams)

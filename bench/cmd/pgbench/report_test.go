@@ -209,7 +209,7 @@ func TestConfig(t *testing.T) {
 					t.Errorf("defaults: %+v", c)
 				}
 				if !c.step("streams") || !c.step("partitions") || len(c.StreamsThreads) != 2 || len(c.Partitions) != 3 ||
-					c.partitionsRecords(2) != 250000 || c.partitionsRecords(7) != 250000 || c.PhasesPath != "/phases?partitions=all" {
+					c.partitionsRecords(2) != 250000 || c.partitionsRecords(7) != 250000 || c.PhasesPath != "/phases?partitions=holding" {
 					t.Errorf("defaults of the streams and partitions steps: %+v", c)
 				}
 				if !c.step("instances") || len(c.Instances) != 3 || c.InstancesKill != 2 || c.InstancesPhase != 100*time.Millisecond {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -124,9 +125,15 @@ func (s *sidecar) get(ctx context.Context, path string) ([]byte, error) {
 	return b, nil
 }
 
-// metrics scrapes /metrics and sums each metric over its labels.
-func (s *sidecar) metrics(ctx context.Context) (map[string]float64, error) {
-	b, err := s.get(ctx, "/metrics")
+// metrics scrapes /metrics and sums each metric over its labels; with
+// names, only those metrics (promhttp's name[] filter: the sidecar skips
+// encoding the rest, such as thousands of per-partition series).
+func (s *sidecar) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
+	path := "/metrics"
+	if len(names) > 0 {
+		path += "?" + url.Values{"name[]": names}.Encode()
+	}
+	b, err := s.get(ctx, path)
 	if err != nil {
 		return nil, err
 	}

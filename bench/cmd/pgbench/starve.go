@@ -63,15 +63,18 @@ func (s *starveTracker) observe(body []byte, t time.Time) bool {
 		return false
 	}
 	if len(parts) == 0 {
-		return true // not joined yet
+		clear(s.since) // not joined yet, or no row in the asked-for state
+		return true
 	}
 	s.res.Samples++
 	holders := 0
+	listed := make(map[string]bool, len(parts))
 	for _, p := range parts {
 		if p.Position == nil || p.Holds == nil || p.Lag == nil {
 			return false
 		}
 		k := p.Topic + "/" + strconv.Itoa(int(p.Partition))
+		listed[k] = true
 		if prev, ok := s.pos[k]; !ok || prev != *p.Position {
 			s.moved[k] = t
 		}
@@ -91,6 +94,13 @@ func (s *starveTracker) observe(body []byte, t time.Time) bool {
 		}
 		if d := t.Sub(from).Seconds(); d > s.res.MaxS {
 			s.res.MaxS, s.res.Who = d, k
+		}
+	}
+	// A list of some partitions only (?partitions=holding): one left out
+	// holds nothing now, and its stretch ends.
+	for k := range s.since {
+		if !listed[k] {
+			delete(s.since, k)
 		}
 	}
 	s.res.MaxHolder = max(s.res.MaxHolder, holders)

@@ -69,6 +69,16 @@ func TestStarveTracker(t *testing.T) {
 			usable: true, maxS: 0.3, who: "a/0", samples: 3,
 		},
 		{
+			name: "a holders-only list (?partitions=holding): a partition left out stops its stretch",
+			snaps: []snap{
+				{0, phasesBody("a", part("a", 0, 10, 50, true))},
+				{200, phasesBody("b", part("a", 1, 10, 50, true))},
+				{1000, phasesBody("c", part("a", 0, 10, 50, true), part("a", 1, 20, 40, true))},
+				{1300, phasesBody("d", part("a", 0, 10, 50, true))},
+			},
+			usable: true, maxS: 0.3, who: "a/0", samples: 4,
+		},
+		{
 			name: "the same snapshot read twice counts once",
 			snaps: []snap{
 				{0, phasesBody("a", part("a", 0, 10, 50, true))},
