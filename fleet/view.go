@@ -9,7 +9,7 @@ import "slices"
 // for concurrent use: the pipeline goroutine owns it.
 type View struct {
 	layout   uint64
-	gen      int32     // the instance's current group generation; -1 before it joined
+	gen      int32    // the instance's current group generation; -1 before it joined
 	held     []Report // latest report per task, valid where reported
 	reported []bool   // a report of the task is held
 	global   uint64

@@ -62,11 +62,9 @@ func (s *starveTracker) observe(body []byte, t time.Time) bool {
 	if raw, ok := doc["partitions"]; !ok || json.Unmarshal(raw, &parts) != nil {
 		return false
 	}
-	if len(parts) == 0 {
-		clear(s.since) // not joined yet, or no row in the asked-for state
-		return true
+	if len(parts) > 0 { // none: not joined yet, or no row in the asked-for state
+		s.res.Samples++
 	}
-	s.res.Samples++
 	holders := 0
 	listed := make(map[string]bool, len(parts))
 	for _, p := range parts {
@@ -96,8 +94,8 @@ func (s *starveTracker) observe(body []byte, t time.Time) bool {
 			s.res.MaxS, s.res.Who = d, k
 		}
 	}
-	// A list of some partitions only (?partitions=holding): one left out
-	// holds nothing now, and its stretch ends.
+	// A list of some partitions only (?partitions=holding), or none: one
+	// left out holds nothing now, and its stretch ends.
 	for k := range s.since {
 		if !listed[k] {
 			delete(s.since, k)

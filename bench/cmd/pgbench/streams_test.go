@@ -79,6 +79,16 @@ func TestStarveTracker(t *testing.T) {
 			usable: true, maxS: 0.3, who: "a/0", samples: 4,
 		},
 		{
+			name: "an empty list ends every stretch and is no sample",
+			snaps: []snap{
+				{0, phasesBody("a", part("a", 0, 10, 50, true))},
+				{500, phasesBody("b")},
+				{1000, phasesBody("c", part("a", 0, 10, 50, true))},
+				{1300, phasesBody("d", part("a", 0, 10, 50, true))},
+			},
+			usable: true, maxS: 0.3, who: "a/0", samples: 3,
+		},
+		{
 			name: "the same snapshot read twice counts once",
 			snaps: []snap{
 				{0, phasesBody("a", part("a", 0, 10, 50, true))},
