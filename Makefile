@@ -12,6 +12,8 @@ demo:
 test: vet unit artifacts e2e
 
 vet:
+	@unformatted="$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go'))"; \
+	  if [ -n "$$unformatted" ]; then echo "gofmt: not formatted (run gofmt -w): $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
 	cd deploy && $(GO) vet ./...   # its own module: k8s.io/api stays out of go.mod
