@@ -87,7 +87,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	pcfg := k.ProducerConfig(cfg.TransactionalID)
 	prod, err := txn.New(func() (sarama.AsyncProducer, error) {
 		return sarama.NewAsyncProducer(k.Brokers, pcfg)
-	}, log, txn.NewMetrics(reg))
+	}, k.TransactionTimeout, log, txn.NewMetrics(reg))
 	if err != nil {
 		return nil, err
 	}

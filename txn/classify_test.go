@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -45,5 +47,35 @@ func TestCommitRefusesAnEmptyBatch(t *testing.T) {
 	p := &Producer{}
 	if err := p.Commit(context.Background(), Batch{}); !errors.Is(err, ErrEmptyBatch) {
 		t.Fatalf("Commit(empty) = %v, want ErrEmptyBatch", err)
+	}
+}
+
+// A fenced transaction open at least the transaction timeout names the
+// timeout as the likely cause (the broker's old-epoch answer is the same
+// for both); a shorter one cannot have timed out and says fenced only.
+func TestFencedNamesTheTimeoutOnlyWhenItCouldHaveExpired(t *testing.T) {
+	cause := fmt.Errorf("produce: %w", sarama.ErrInvalidProducerEpoch)
+	cases := []struct {
+		name        string
+		open, limit time.Duration
+		wantTimeout bool
+	}{
+		{"open shorter than the timeout: fenced only", 4 * time.Second, 10 * time.Second, false},
+		{"open exactly the timeout", 10 * time.Second, 10 * time.Second, true},
+		{"open longer than the timeout", 14100 * time.Millisecond, 10 * time.Second, true},
+		{"timeout unknown (0): fenced only", time.Minute, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := fenced(cause, c.open, c.limit)
+			if !errors.Is(err, ErrFenced) || !errors.Is(err, sarama.ErrInvalidProducerEpoch) {
+				t.Fatalf("fenced() = %v: want it to wrap ErrFenced and the broker's error", err)
+			}
+			named := strings.Contains(err.Error(), "PHASEGATE_TRANSACTION_TIMEOUT="+c.limit.String()) &&
+				strings.Contains(err.Error(), "it was open "+c.open.String())
+			if named != c.wantTimeout {
+				t.Fatalf("fenced(open %s, timeout %s) = %q: names the timeout %t, want %t", c.open, c.limit, err, named, c.wantTimeout)
+			}
+		})
 	}
 }

@@ -60,6 +60,7 @@ type Factory func() (sarama.AsyncProducer, error)
 // concurrent use.
 type Producer struct {
 	newProducer Factory
+	timeout     time.Duration // the transaction timeout the factory's producers ask for
 	log         *slog.Logger
 	metrics     *Metrics
 
@@ -70,13 +71,16 @@ type Producer struct {
 
 // New creates the producer (sarama runs InitProducerId here, which also
 // completes or aborts a transaction the previous owner of the transactional
-// ID left open).
-func New(f Factory, log *slog.Logger, m *Metrics) (*Producer, error) {
+// ID left open). timeout is the transaction timeout the factory's producers
+// ask for (sarama's Producer.Transaction.Timeout): a fenced transaction
+// open longer than that was most likely aborted by the broker for it, and
+// the error says so.
+func New(f Factory, timeout time.Duration, log *slog.Logger, m *Metrics) (*Producer, error) {
 	p, err := f()
 	if err != nil {
 		return nil, classifyStart(err)
 	}
-	return &Producer{newProducer: f, log: log, metrics: m, p: p}, nil
+	return &Producer{newProducer: f, timeout: timeout, log: log, metrics: m, p: p}, nil
 }
 
 // classifyStart turns a failed producer creation into ErrFenced when the
@@ -169,7 +173,7 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
 	case actionFenced:
 		p.metrics.observe(resultFenced, time.Since(start))
-		return fmt.Errorf("%w: %v", ErrFenced, err)
+		return fenced(err, time.Since(start), p.timeout)
 	case actionAbort:
 		aerr := prod.AbortTxn()
 		if aerr == nil {
@@ -179,7 +183,7 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time
 		}
 		if classify(prod.TxnStatus(), aerr) == actionFenced {
 			p.metrics.observe(resultFenced, time.Since(start))
-			return fmt.Errorf("%w: %v", ErrFenced, aerr)
+			return fenced(aerr, time.Since(start), p.timeout)
 		}
 		err = fmt.Errorf("%w (abort failed: %v)", err, aerr)
 	}
@@ -189,6 +193,21 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time
 	}
 	p.log.Warn("transaction failed; producer recreated with a new epoch, rewinding to the committed offsets", "err", err)
 	return &Failure{Err: err, Recreated: true}
+}
+
+// fenced is the error of a fenced transaction that was open for open. The
+// broker answers with the same old-epoch error when another instance took
+// over and when it aborted the transaction for outliving the transaction
+// timeout (it bumps the epoch either way), so a transaction open at least
+// that long names the timeout too: on fresh output partitions a first
+// transaction was measured at 11-14 s (README, "Hundreds of partitions").
+func fenced(err error, open, timeout time.Duration) error {
+	if timeout <= 0 || open < timeout {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return fmt.Errorf("%w, or the broker aborted the transaction: it was open %s, past the transaction timeout (PHASEGATE_TRANSACTION_TIMEOUT=%s); "+
+		"if no other instance uses this transactional ID, raise PHASEGATE_TRANSACTION_TIMEOUT (below PHASEGATE_SESSION_TIMEOUT): %w",
+		ErrFenced, open.Round(time.Millisecond), timeout, err)
 }
 
 // current returns the producer, creating it when a recreation failed

@@ -29,7 +29,7 @@ func newProducer(t *testing.T, brokers []string, id string) *txn.Producer {
 	t.Helper()
 	k := inproc.KafkaFor(brokers)
 	cfg := k.ProducerConfig(id)
-	p, err := txn.New(func() (sarama.AsyncProducer, error) { return sarama.NewAsyncProducer(brokers, cfg) },
+	p, err := txn.New(func() (sarama.AsyncProducer, error) { return sarama.NewAsyncProducer(brokers, cfg) }, k.TransactionTimeout,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), txn.NewMetrics(prometheus.NewRegistry()))
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ type Config struct {
 	SealPolicy         string            `env:"SEAL_POLICY" envDefault:"wait" help:"at the seal timeout: wait (count it, keep waiting: strict fork-join) or seal (seal with sealed_by timeout: scatter-gather)"`
 	DedupePhases       int               `env:"DEDUPE_PHASES" envDefault:"64" help:"sealed phases remembered to recognise late retries as duplicates"`
 	DedupeIDs          int               `env:"DEDUPE_IDS" envDefault:"1048576" help:"bound on record identities remembered over all phases"`
-	TransactionTimeout time.Duration     `env:"TRANSACTION_TIMEOUT" envDefault:"10s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
+	TransactionTimeout time.Duration     `env:"TRANSACTION_TIMEOUT" envDefault:"20s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
 	SessionTimeout     time.Duration     `env:"SESSION_TIMEOUT" envDefault:"30s" help:"consumer group session timeout"`
 	MaxRecordBytes     int               `env:"MAX_RECORD_BYTES" envDefault:"1000000" help:"largest produce batch and record; at most the brokers' message.max.bytes and the output's max.message.bytes"`
 	KafkaVersion       string            `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak (brokers 4.x reject versions below 2.1)"`
