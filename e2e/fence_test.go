@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -130,9 +131,32 @@ func TestF5PauseBeyondTransactionTimeout(t *testing.T) {
 	sc.check()
 	if in.exited() {
 		t.Logf("the paused instance %s; the supervisor restarted it %d times", in.describe(), sc.restarts())
+		sc.checkTimeoutNamed(in)
 	} else {
 		t.Logf("the paused instance recovered without exiting")
 	}
+}
+
+// checkTimeoutNamed fails unless in, which exited after its transaction
+// outlived the transaction timeout, said so: the broker answers with the
+// same old-epoch error as when another instance takes over, and an
+// operator must not be sent looking for one.
+func (sc *scenario) checkTimeoutNamed(in *instance) {
+	sc.t.Helper()
+	lines, err := in.lines()
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	want := "PHASEGATE_TRANSACTION_TIMEOUT=" + sc.env["PHASEGATE_TRANSACTION_TIMEOUT"]
+	for _, l := range lines {
+		if l.Level == "ERROR" && strings.Contains(l.Msg, "fenced") {
+			if !strings.Contains(l.Msg, want) {
+				sc.t.Errorf("the paused instance exited with %q: it was open past the transaction timeout, so the message should name %s", l.Msg, want)
+			}
+			return
+		}
+	}
+	sc.t.Errorf("the paused instance exited without a fenced error line; the log:\n%s", in.excerpt(10))
 }
 
 // stopInTransaction sends SIGSTOP to in at a moment when the broker
