@@ -64,6 +64,8 @@ type Producer struct {
 	log         *slog.Logger
 	metrics     *Metrics
 
+	slowWarned time.Time // the last warning of a slow transaction (slowWarnEvery)
+
 	mu     sync.Mutex // mu guards p and closed against a concurrent Close
 	p      sarama.AsyncProducer
 	closed bool
@@ -92,6 +94,10 @@ func classifyStart(err error) error {
 	return fmt.Errorf("txn: create transactional producer: %w", err)
 }
 
+// slowWarnEvery spaces the warnings of transactions slower than half the
+// transaction timeout.
+const slowWarnEvery = 10 * time.Second
+
 // Commit writes b as one transaction. It returns nil when the transaction
 // committed, an error wrapping ErrFenced when the instance must stop, and a
 // *Failure otherwise (the transaction is not visible; the producer is usable
@@ -107,7 +113,13 @@ func (p *Producer) Commit(ctx context.Context, b Batch) error {
 	start := time.Now()
 	err = write(ctx, prod, b)
 	if err == nil {
-		p.metrics.observe(resultCommitted, time.Since(start))
+		d := time.Since(start)
+		p.metrics.observe(resultCommitted, d)
+		if p.timeout > 0 && d > p.timeout/2 && time.Since(p.slowWarned) >= slowWarnEvery {
+			p.slowWarned = time.Now()
+			p.log.Warn("a transaction took more than half the transaction timeout; one twice as slow would be aborted by the broker (raise PHASEGATE_TRANSACTION_TIMEOUT, below PHASEGATE_SESSION_TIMEOUT, if this recurs)",
+				"took", d.Round(time.Millisecond), "transaction_timeout", p.timeout, "records", len(b.Records))
+		}
 		return nil
 	}
 	return p.recover(prod, err, start)

@@ -12,8 +12,10 @@ package txn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,10 +29,21 @@ import (
 
 func newProducer(t *testing.T, brokers []string, id string) *txn.Producer {
 	t.Helper()
+	return newProducerLogging(t, brokers, id, 0, io.Discard)
+}
+
+// newProducerLogging is newProducer with its log written to w and, when
+// timeout is not 0, that transaction timeout told to New (the broker's
+// stays the inproc default).
+func newProducerLogging(t *testing.T, brokers []string, id string, timeout time.Duration, w io.Writer) *txn.Producer {
+	t.Helper()
 	k := inproc.KafkaFor(brokers)
 	cfg := k.ProducerConfig(id)
-	p, err := txn.New(func() (sarama.AsyncProducer, error) { return sarama.NewAsyncProducer(brokers, cfg) }, k.TransactionTimeout,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), txn.NewMetrics(prometheus.NewRegistry()))
+	if timeout == 0 {
+		timeout = k.TransactionTimeout
+	}
+	p, err := txn.New(func() (sarama.AsyncProducer, error) { return sarama.NewAsyncProducer(brokers, cfg) }, timeout,
+		slog.New(slog.NewTextHandler(w, nil)), txn.NewMetrics(prometheus.NewRegistry()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,5 +86,39 @@ func TestCommitThenFenced(t *testing.T) {
 	}
 	if n := len(recs[0]) + len(recs[1]); n != 10 {
 		t.Fatalf("read_committed sees %d records, want the first transaction's 10", n)
+	}
+}
+
+// A committed transaction slower than half the transaction timeout is
+// logged as a warning (one twice as slow is aborted by the broker); a fast
+// one is not.
+func TestCommitWarnsWhenSlowerThanHalfTheTimeout(t *testing.T) {
+	c, err := kafkatest.Kfake(map[string]int32{"out": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cases := []struct {
+		name    string
+		timeout time.Duration
+		warn    bool
+	}{
+		{"a transaction timeout of 1ns: every commit is slower than half", time.Nanosecond, true},
+		{"an hour: a commit on kfake is far below half", time.Hour, false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var log strings.Builder
+			p := newProducerLogging(t, brokers, fmt.Sprintf("pg-slow-%d", i), tc.timeout, &log)
+			if err := p.Commit(ctx, batch(10)); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(log.String(), "more than half the transaction timeout"); got != tc.warn {
+				t.Fatalf("warned %t, want %t; the log:\n%s", got, tc.warn, log.String())
+			}
+		})
 	}
 }
