@@ -59,24 +59,31 @@ func batch(n int) txn.Batch {
 	return b
 }
 
-// A second producer with the same transactional ID fences the first: its
-// next Commit says so and writes nothing.
-func TestCommitThenFenced(t *testing.T) {
+// outTopic starts an in-process broker with the topic "out" of 2
+// partitions, closed at the test's end, and a context bounding the test.
+func outTopic(t *testing.T) ([]string, context.Context) {
+	t.Helper()
 	c, err := kafkatest.Kfake(map[string]int32{"out": 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
+	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return c.ListenAddrs(), ctx
+}
+
+// A second producer with the same transactional ID fences the first: its
+// next Commit says so and writes nothing.
+func TestCommitThenFenced(t *testing.T) {
+	brokers, ctx := outTopic(t)
 
 	a := newProducer(t, brokers, "pg-fence")
 	if err := a.Commit(ctx, batch(10)); err != nil {
 		t.Fatalf("first commit: %v", err)
 	}
 	newProducer(t, brokers, "pg-fence") // InitProducerId bumps the epoch
-	err = a.Commit(ctx, batch(10))
+	err := a.Commit(ctx, batch(10))
 	if !errors.Is(err, txn.ErrFenced) {
 		t.Fatalf("commit after fencing = %v, want ErrFenced", err)
 	}
@@ -93,14 +100,7 @@ func TestCommitThenFenced(t *testing.T) {
 // logged as a warning (one twice as slow is aborted by the broker); a fast
 // one is not.
 func TestCommitWarnsWhenSlowerThanHalfTheTimeout(t *testing.T) {
-	c, err := kafkatest.Kfake(map[string]int32{"out": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	brokers, ctx := outTopic(t)
 	cases := []struct {
 		name    string
 		timeout time.Duration
