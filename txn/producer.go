@@ -212,7 +212,7 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time
 // over and when it aborted the transaction for outliving the transaction
 // timeout (it bumps the epoch either way), so a transaction open at least
 // that long names the timeout too: on fresh output partitions a first
-// transaction was measured at 5.6-19.7 s (README, "Performance").
+// transaction was measured at 5.8-19.7 s (README, "Performance").
 func fenced(err error, open, timeout time.Duration) error {
 	if timeout <= 0 || open < timeout {
 		return fmt.Errorf("%w: %w", ErrFenced, err)
