@@ -65,6 +65,9 @@ type Producer struct {
 	metrics     *Metrics
 
 	slowWarned time.Time // the last warning of a slow transaction (slowWarnEvery)
+	// began is when the open transaction began (Stream or Commit); zero
+	// while none is open.
+	began time.Time
 
 	mu     sync.Mutex // mu guards p and closed against a concurrent Close
 	p      sarama.AsyncProducer
@@ -98,54 +101,100 @@ func classifyStart(err error) error {
 // transaction timeout.
 const slowWarnEvery = 10 * time.Second
 
-// Commit writes b as one transaction. It returns nil when the transaction
-// committed, an error wrapping ErrFenced when the instance must stop, and a
-// *Failure otherwise (the transaction is not visible; the producer is usable
-// again).
+// Commit writes b into the open transaction (beginning one when Stream
+// has not) and commits it. It returns nil when the transaction committed,
+// an error wrapping ErrFenced when the instance must stop, and a *Failure
+// otherwise (the transaction, streamed records included, is not visible;
+// the producer is usable again).
 func (p *Producer) Commit(ctx context.Context, b Batch) error {
-	if len(b.Records) == 0 {
+	if len(b.Records) == 0 && p.began.IsZero() {
 		return ErrEmptyBatch
 	}
 	prod, err := p.current()
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	err = write(ctx, prod, b)
-	if err == nil {
-		d := time.Since(start)
-		p.metrics.observe(resultCommitted, d)
-		if p.timeout > 0 && d > p.timeout/2 && time.Since(p.slowWarned) >= slowWarnEvery {
-			p.slowWarned = time.Now()
-			p.log.Warn("a transaction took more than half the transaction timeout; one twice as slow would be aborted by the broker (raise PHASEGATE_TRANSACTION_TIMEOUT, below PHASEGATE_SESSION_TIMEOUT, if this recurs)",
-				"took", d.Round(time.Millisecond), "transaction_timeout", p.timeout, "records", len(b.Records))
-		}
-		return nil
+	if err = p.begin(prod); err == nil {
+		err = send(ctx, prod, b.Records)
 	}
-	return p.recover(prod, err, start)
+	if err == nil && len(b.Offsets) > 0 {
+		if err = prod.AddOffsetsToTxnWithGroupMetadata(b.Offsets, b.Group); err != nil {
+			err = fmt.Errorf("add offsets: %w", err)
+		}
+	}
+	if err == nil {
+		if err = prod.CommitTxn(); err != nil {
+			err = fmt.Errorf("commit: %w", err)
+		}
+	}
+	if err != nil {
+		return p.recover(prod, err)
+	}
+	d := time.Since(p.began)
+	p.began = time.Time{}
+	p.metrics.observe(resultCommitted, d)
+	if p.timeout > 0 && d > p.timeout/2 && time.Since(p.slowWarned) >= slowWarnEvery {
+		p.slowWarned = time.Now()
+		p.log.Warn("a transaction took more than half the transaction timeout; one twice as slow would be aborted by the broker (raise PHASEGATE_TRANSACTION_TIMEOUT, below PHASEGATE_SESSION_TIMEOUT, if this recurs)",
+			"took", d.Round(time.Millisecond), "transaction_timeout", p.timeout, "records", len(b.Records))
+	}
+	return nil
 }
 
-// write runs one transaction on prod.
-func write(ctx context.Context, prod sarama.AsyncProducer, b Batch) error {
-	if err := prod.BeginTxn(); err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := send(ctx, prod, b.Records); err != nil {
+// Stream writes records into the open transaction, beginning one when none
+// is open, waits until each is acknowledged, and leaves the transaction
+// open: nothing of it is visible until Commit, and Abort drops it. Errors
+// are Commit's (after a *Failure no transaction is open).
+func (p *Producer) Stream(ctx context.Context, records []*sarama.ProducerMessage) error {
+	prod, err := p.current()
+	if err != nil {
 		return err
 	}
-	if len(b.Offsets) > 0 {
-		if err := prod.AddOffsetsToTxnWithGroupMetadata(b.Offsets, b.Group); err != nil {
-			return fmt.Errorf("add offsets: %w", err)
-		}
+	if err = p.begin(prod); err == nil {
+		err = send(ctx, prod, records)
 	}
-	if err := prod.CommitTxn(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if err != nil {
+		return p.recover(prod, err)
+	}
+	return nil
+}
+
+// Abort aborts the open transaction, if any: what Stream wrote is never
+// visible. It returns nil, an error wrapping ErrFenced, or a *Failure
+// (the producer was recreated: the transaction is aborted either way).
+func (p *Producer) Abort() error {
+	if p.began.IsZero() {
+		return nil
+	}
+	prod, err := p.current()
+	if err != nil {
+		return err
+	}
+	if err := prod.AbortTxn(); err != nil {
+		return p.recover(prod, fmt.Errorf("abort: %w", err))
+	}
+	p.metrics.observe(resultAborted, time.Since(p.began))
+	p.began = time.Time{}
+	return nil
+}
+
+// begin begins a transaction on prod unless one is open.
+func (p *Producer) begin(prod sarama.AsyncProducer) error {
+	if !p.began.IsZero() {
+		return nil
+	}
+	p.began = time.Now()
+	if err := prod.BeginTxn(); err != nil {
+		return fmt.Errorf("begin: %w", err)
 	}
 	return nil
 }
 
 // send writes records in order and waits until each is acknowledged or failed.
 func send(ctx context.Context, prod sarama.AsyncProducer, records []*sarama.ProducerMessage) error {
+	if len(records) == 0 {
+		return nil
+	}
 	results := make(chan error, 1)
 	go func() {
 		var first error
@@ -176,8 +225,11 @@ func send(ctx context.Context, prod sarama.AsyncProducer, records []*sarama.Prod
 	}
 }
 
-// recover decides what a failed transaction needs: abort, recreate, or stop.
-func (p *Producer) recover(prod sarama.AsyncProducer, err error, start time.Time) error {
+// recover decides what a failed transaction needs: abort, recreate, or
+// stop. Afterwards no transaction is open.
+func (p *Producer) recover(prod sarama.AsyncProducer, err error) error {
+	start := p.began
+	p.began = time.Time{}
 	switch classify(prod.TxnStatus(), err) {
 	case actionTooLarge:
 		_ = prod.AbortTxn()

@@ -122,3 +122,70 @@ func TestCommitWarnsWhenSlowerThanHalfTheTimeout(t *testing.T) {
 		})
 	}
 }
+
+// Records streamed into the open transaction are invisible to read_committed
+// until Commit, which writes them with its own; Abort drops them, and the
+// next transaction starts clean.
+func TestStreamIsVisibleOnlyWithItsCommit(t *testing.T) {
+	brokers, ctx := outTopic(t)
+	read := func() int {
+		t.Helper()
+		recs, err := kafkatest.ReadTopic(ctx, brokers, "out", true, 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs[0]) + len(recs[1])
+	}
+	p := newProducer(t, brokers, "pg-stream")
+	steps := []struct {
+		name    string
+		do      func() error
+		visible int
+	}{
+		{"stream 3", func() error { return p.Stream(ctx, batch(3).Records) }, 0},
+		{"stream 4 more", func() error { return p.Stream(ctx, batch(4).Records) }, 0},
+		{"commit 2: the transaction's 9", func() error { return p.Commit(ctx, batch(2)) }, 9},
+		{"stream 5", func() error { return p.Stream(ctx, batch(5).Records) }, 9},
+		{"abort: the 5 are dropped", p.Abort, 9},
+		{"abort with none open does nothing", p.Abort, 9},
+		{"commit 1 in a new transaction", func() error { return p.Commit(ctx, batch(1)) }, 10},
+		{"stream 2, commit nothing more: a streamed transaction needs no record of its own", func() error {
+			if err := p.Stream(ctx, batch(2).Records); err != nil {
+				return err
+			}
+			return p.Commit(ctx, txn.Batch{})
+		}, 12},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := read(); got != st.visible {
+			t.Fatalf("after %s: read_committed sees %d records, want %d", st.name, got, st.visible)
+		}
+	}
+}
+
+// A streamed transaction fenced by a newer producer says so on the next
+// Stream, and nothing it streamed is visible.
+func TestStreamThenFenced(t *testing.T) {
+	brokers, ctx := outTopic(t)
+	a := newProducer(t, brokers, "pg-stream-fence")
+	if err := a.Stream(ctx, batch(4).Records); err != nil {
+		t.Fatal(err)
+	}
+	b := newProducer(t, brokers, "pg-stream-fence") // aborts a's open transaction
+	if err := a.Stream(ctx, batch(1).Records); !errors.Is(err, txn.ErrFenced) {
+		t.Fatalf("stream after fencing = %v, want ErrFenced", err)
+	}
+	if err := b.Commit(ctx, batch(2)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := kafkatest.ReadTopic(ctx, brokers, "out", true, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recs[0]) + len(recs[1]); n != 2 {
+		t.Fatalf("read_committed sees %d records, want the new owner's 2", n)
+	}
+}
