@@ -4,9 +4,14 @@ import (
 	"github.com/phasegate/phasegate/markers"
 )
 
-// Batch is one transaction: Writes in order, then Offsets committed with
-// the consumer group's metadata. The caller writes it whole or not at all.
+// Batch is what the next transaction step writes. A CommitBatch is
+// Writes in order, then Offsets committed with the consumer group's
+// metadata: the caller writes it, after what StreamBatches wrote into the
+// same transaction, whole or not at all. A StreamBatch's Writes go into
+// the open transaction (begun if none is), which stays open; an
+// AbortBatch aborts it.
 type Batch[M any] struct {
+	Kind BatchKind
 	// Seals are the phases the Batch writes, ascending.
 	Seals []Sealed
 	// Writes are the records, in the order they must be written: per phase
@@ -28,6 +33,22 @@ type Batch[M any] struct {
 	bytes int64
 	lanes *lanes // the session's
 }
+
+// BatchKind says what a Batch asks of the transaction.
+type BatchKind uint8
+
+const (
+	// CommitBatch writes the Batch into the open transaction, or a new
+	// one, and commits it with its Offsets.
+	CommitBatch BatchKind = iota
+	// StreamBatch writes data records of the oldest open phase into the
+	// open transaction, or a new one, and leaves it open: the phase's
+	// CommitBatch commits them with the rest of the phase.
+	StreamBatch
+	// AbortBatch aborts the open transaction: what the StreamBatches wrote
+	// is dropped, and the phase is written whole at its seal.
+	AbortBatch
+)
 
 // Duplicates counts proven duplicates: retried records and repeated input
 // markers.
@@ -112,10 +133,15 @@ func (s *Session[M]) build() *Batch[M] {
 	}
 	b.Writes = make([]Write[M], 0, n)
 	skip := make(map[uint64]bool, take)
+	var streamed int // records of the first phase a StreamBatch wrote
+	if take > 0 {
+		streamed = s.stream.sealing(s.sealed[0].Phase)
+	}
 	for i, seal := range s.sealed[:take] {
 		skip[seal.Phase] = true
 		b.Seals[i] = Sealed{Seal: seal, PerTopic: make(map[string]int, len(s.cfg.InputTopics))}
-		s.appendPhase(b, &b.Seals[i])
+		s.appendPhase(b, &b.Seals[i], streamed)
+		streamed = 0
 	}
 	for _, q := range s.quar {
 		b.Writes = append(b.Writes, Write[M]{Kind: Quarantine, Partition: q.partition, Msg: q.msg, Reason: q.reason})
@@ -159,27 +185,29 @@ func (s *Session[M]) batchPhases() (int, int64) {
 	return len(s.sealed), bytes
 }
 
-// appendPhase appends a sealed phase's data records, then one marker per
-// lane (MARKERS.md 3.2, 3.3): a lane's marker counts the lane's records of
-// the phase only, so each writer's stream on a shared partition checks on
-// its own. Counts go to one flat table of lanes x topics, and one sources
-// map serves every marker in turn (AppendOutput copies it into the value).
-func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
+// appendPhase appends a sealed phase's data records from its from-th on
+// (those before were streamed), then one marker per lane (MARKERS.md 3.2,
+// 3.3): a lane's marker counts the lane's records of the phase only, so
+// each writer's stream on a shared partition checks on its own. Counts go
+// to one flat table of lanes x topics, and one sources map serves every
+// marker in turn (AppendOutput copies it into the value).
+func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed, from int) {
 	ph := s.phases[sl.Phase]
 	topics := len(s.cfg.InputTopics)
 	counts := make([]int64, len(s.lanes.all)*topics)
 	sl.header = markers.AppendPhase(nil, sl.Phase)
 	sl.markers, sl.lanes = make([][]byte, len(s.lanes.all)), &s.lanes
 	if ph != nil {
-		for _, it := range ph.items {
+		for i, it := range ph.items {
 			ps := s.byP[it.p]
-			w := Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Seal: sl}
-			if l := s.lanes.of(ps, it.out); l >= 0 {
+			l := s.lanes.of(ps, it.out)
+			if l >= 0 {
 				counts[int(l)*topics+ps.topic]++
-				w.slot = s.lanes.all[l].slot
 			}
 			sl.PerTopic[ps.Topic]++
-			b.Writes = append(b.Writes, w)
+			if i >= from {
+				b.Writes = append(b.Writes, s.dataWrite(it, l, sl))
+			}
 		}
 		b.Records += len(ph.items)
 	}
@@ -202,4 +230,14 @@ func (s *Session[M]) appendPhase(b *Batch[M], sl *Sealed) {
 		b.Writes = append(b.Writes, Write[M]{Kind: MarkerWrite, Partition: l.Partition, Seal: sl, slot: l.slot})
 		b.Markers++
 	}
+}
+
+// dataWrite is the Write of a buffered record of lane l (-1: none) in the
+// phase sl.
+func (s *Session[M]) dataWrite(it item[M], l int32, sl *Sealed) Write[M] {
+	w := Write[M]{Kind: Data, Partition: it.out, Msg: it.msg, Seal: sl}
+	if l >= 0 {
+		w.slot = s.lanes.all[l].slot
+	}
+	return w
 }

@@ -50,6 +50,7 @@ type harness struct {
 	next      map[TP]int64       // read position per input partition
 	committed map[TP]Offset      // last committed offset and metadata
 	out       [][]markers.Record // output partitions, as written by committed Batches
+	pending   []Write[string]    // streamed into the open transaction, not committed
 	quar      []string           // quarantine writes: "reason label"
 }
 
@@ -102,6 +103,7 @@ func (h *harness) restart() {
 		h.t.Fatal(err)
 	}
 	h.s = s
+	h.pending = nil // the open transaction is aborted (by the next InitProducerId)
 }
 
 // in is one input record to feed.
@@ -193,11 +195,25 @@ func (h *harness) step() Step[string] {
 	return st
 }
 
-// commit writes b to the harness's output and quarantine logs, as a
-// committed transaction would, and tells the session.
+// commit carries b out as the transactional producer would and tells the
+// session: a StreamBatch's writes wait in the open transaction, an
+// AbortBatch drops them, and a CommitBatch writes them and its own to the
+// harness's output and quarantine logs.
 func (h *harness) commit(b *Batch[string]) {
 	h.t.Helper()
-	for _, w := range b.Writes {
+	switch b.Kind {
+	case StreamBatch:
+		h.pending = append(h.pending, b.Writes...)
+		h.s.Committed(b)
+		return
+	case AbortBatch:
+		h.pending = nil
+		h.s.Committed(b)
+		return
+	}
+	all := append(h.pending, b.Writes...)
+	h.pending = nil
+	for _, w := range all {
 		switch w.Kind {
 		case Data:
 			part := h.out[w.Partition]

@@ -39,6 +39,9 @@ type lanes struct {
 	// sealedBelow is, per input partition, the highest from of its lanes:
 	// its records of earlier phases are late.
 	sealedBelow map[TP]uint64
+	// shared is true when another session may write one of the session's
+	// output partitions: a writer slot there is not the session's.
+	shared bool
 }
 
 // newLanes builds the lane table of outputs over the session's inputs all,
@@ -84,6 +87,11 @@ func newLanes(outputs []Output, outParts int32, all []TP, global map[TP]uint64) 
 			l.from = max(l.from, global[k])
 		}
 		ls.all[i] = l
+	}
+	for q, slots := range ls.bySlot {
+		for j, i := range slots {
+			ls.shared = ls.shared || i < 0 && (j > 0 || writers[q] == 1)
+		}
 	}
 	for i, l := range ls.all {
 		for _, k := range l.Inputs {

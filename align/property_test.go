@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,10 +26,22 @@ const (
 )
 
 func TestExactlyOnce(t *testing.T) {
+	var streamed, fellBack atomic.Int64 // Batches over every seed
+	t.Cleanup(func() {
+		// The seeds must reach the streaming paths, or the properties say
+		// nothing of them.
+		if !t.Failed() && (streamed.Load() == 0 || fellBack.Load() == 0) {
+			t.Errorf("the seeds wrote %d StreamBatches and %d AbortBatches; want both above 0", streamed.Load(), fellBack.Load())
+		}
+		t.Logf("%d StreamBatches, %d AbortBatches over %d seeds", streamed.Load(), fellBack.Load(), exactlyOnceSeeds)
+	})
 	for seed := range uint64(exactlyOnceSeeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
-			newChaos(t, seed).run(exactlyOnceOps)
+			c := newChaos(t, seed)
+			c.run(exactlyOnceOps)
+			streamed.Add(int64(c.kinds[StreamBatch]))
+			fellBack.Add(int64(c.kinds[AbortBatch]))
 		})
 	}
 }
@@ -42,6 +55,7 @@ type chaos struct {
 	paused                     map[TP]bool
 	lastCommit                 map[TP]int64
 	commits, failures, crashes int
+	kinds                      [3]int // Batches by BatchKind
 }
 
 func newChaos(t *testing.T, seed uint64) *chaos {
@@ -75,6 +89,11 @@ func newChaos(t *testing.T, seed uint64) *chaos {
 			// Batches of one to a few phases: sealed phases wait for the
 			// next Batch, across crashes and failed commits.
 			c.BatchBytes = int64(1 + rng.IntN(4000))
+		}
+		if rng.IntN(2) == 0 {
+			// The oldest open phase streams; short limits fall back often,
+			// and a failed StreamBatch or AbortBatch rewinds like a commit.
+			c.StreamFor = []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second}[rng.IntN(3)]
 		}
 	}
 	h := newHarness(t, topics, out, opts)
@@ -166,6 +185,7 @@ func (c *chaos) stepOnce(ok float64) {
 	if st.Batch == nil {
 		return
 	}
+	c.kinds[st.Batch.Kind]++
 	if c.rng.Float64() >= ok {
 		c.failures++
 		c.crash()

@@ -40,6 +40,13 @@ type Config struct {
 	// transaction stays short however much sealed while the last one was
 	// in flight; the rest wait for the next Batch.
 	BatchBytes int64
+	// StreamFor is how long the oldest open phase may stream into an open
+	// transaction before its seal (0: never stream; stream.go). Its
+	// records go to the transaction as they arrive (StreamBatch), so the
+	// seal only adds its last records, the markers, the quarantine and
+	// the offsets; a phase not sealed within StreamFor falls back (an
+	// AbortBatch) and waits for its seal like the later phases.
+	StreamFor time.Duration
 }
 
 // Validate checks what the watermarks and dedupe configurations do not.
@@ -53,6 +60,8 @@ func (c Config) Validate() error {
 		return errors.New("align: QuarantineDelay must be positive")
 	case c.BatchBytes < 0:
 		return errors.New("align: BatchBytes must not be negative")
+	case c.StreamFor < 0:
+		return errors.New("align: StreamFor must not be negative")
 	case c.Watermarks.Now == nil:
 		return errors.New("align: Watermarks.Now (the clock) is required")
 	}
@@ -119,6 +128,8 @@ type Session[M any] struct {
 	// sealed are phases Advance sealed that no Batch has taken yet.
 	sealed   []watermarks.Seal
 	inflight *Batch[M]
+	// stream is the oldest open phase streaming into the open transaction.
+	stream stream
 	// sealedBytes weighs the records of the sealed phases no Batch has
 	// taken yet.
 	sealedBytes int64

@@ -12,9 +12,12 @@ const quarantineBatch = 1000
 
 // Step is what one evaluation of the session decided.
 type Step[M any] struct {
-	// Batch is the next transaction to write, nil when nothing is due or
-	// a Batch is still in flight.
+	// Batch is the next transaction step to write, nil when nothing is
+	// due or a Batch is still in flight.
 	Batch *Batch[M]
+	// Fallback is set when the Batch is an AbortBatch: the phase that
+	// stopped streaming.
+	Fallback *Fallback
 	// Actions are the partitions to pause or resume, in partition order.
 	Actions []Action
 	// Idle are the partitions that became idle or live again.
@@ -75,8 +78,8 @@ func (s *Session[M]) Step() Step[M] {
 			s.tracker.Resume(ps.p, ReasonDedupe)
 		}
 	}
-	if s.inflight == nil && s.replaying == 0 && (len(s.sealed) > 0 || s.quarantineDue()) {
-		st.Batch = s.build()
+	if s.inflight == nil && s.replaying == 0 {
+		st.Batch, st.Fallback = s.next()
 		s.inflight = st.Batch
 	}
 	for _, a := range s.tracker.Actions() {
@@ -115,14 +118,18 @@ func (s *Session[M]) quarantineDue() bool {
 		len(s.quar) > 0 && s.now().Sub(s.quarSince) >= s.cfg.QuarantineDelay
 }
 
-// Committed records that b's transaction committed: its phases leave the
-// buffer, its quarantined records the queue, and the next Step may build
-// the next Batch. b must be the Batch the last Step returned.
+// Committed records that b's transaction step succeeded (a CommitBatch
+// committed: its phases leave the buffer, its quarantined records the
+// queue), and the next Step may build the next Batch. b must be the Batch
+// the last Step returned.
 func (s *Session[M]) Committed(b *Batch[M]) {
 	if b != s.inflight {
 		panic("align: Committed called with a Batch that is not in flight")
 	}
 	s.inflight = nil
+	if b.Kind != CommitBatch {
+		return
+	}
 	for _, seal := range b.Seals {
 		delete(s.phases, seal.Phase)
 	}
