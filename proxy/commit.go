@@ -18,7 +18,8 @@ const commitTimeout = 20 * time.Second
 
 // commitReq is a Batch on its way to the broker: the loop hands it to the
 // committer goroutine and goes on reading, deduping and buffering records
-// (within the memory bound) until the result comes back.
+// (within the memory bound) until the result comes back. A nil b aborts
+// the open transaction of a generation that ended (abortOpen).
 type commitReq struct {
 	g *generation
 	b *align.Batch[*sarama.ConsumerMessage]
@@ -31,15 +32,28 @@ type commitDone struct {
 }
 
 // runCommits is the committer goroutine: the only user of the
-// transactional producer. It writes each Batch in one transaction and
-// answers on p.done; it returns when p.commits is closed.
+// transactional producer. It carries out each request and answers on
+// p.done; it returns when p.commits is closed.
 func (p *Pipeline) runCommits() {
 	for r := range p.commits {
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		err := p.deps.Producer.Commit(ctx, p.txnBatch(r.g, r.b))
-		cancel()
-		p.done <- commitDone{commitReq: r, err: err}
+		p.done <- commitDone{commitReq: r, err: p.write(r)}
 	}
+}
+
+// write carries out one request on the producer: a StreamBatch into the
+// open transaction, a CommitBatch committing it, an AbortBatch (or nil)
+// aborting it.
+func (p *Pipeline) write(r commitReq) error {
+	if r.b == nil || r.b.Kind == align.AbortBatch {
+		return p.deps.Producer.Abort()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	tb := p.txnBatch(r.g, r.b)
+	if r.b.Kind == align.StreamBatch {
+		return p.deps.Producer.Stream(ctx, tb.Records)
+	}
+	return p.deps.Producer.Commit(ctx, tb)
 }
 
 // startCommit hands the session's Batch to the committer. At most one is
@@ -49,9 +63,20 @@ func (p *Pipeline) startCommit(g *generation, b *align.Batch[*sarama.ConsumerMes
 	p.commits <- commitReq{g: g, b: b}
 }
 
-// finishCommit takes the committer's result on the loop. When the
-// transaction committed, the session is told and the metrics count it;
-// when it failed and the producer could be repaired (a *txn.Failure), the
+// abortOpen aborts the open transaction, if any, of a generation that
+// ended: left open, it would hold the output's last stable offset back,
+// and every read_committed reader with it, until the transaction timeout.
+// The next generation's setup waits for it (whenIdle).
+func (p *Pipeline) abortOpen() {
+	if p.open && !p.inflight {
+		p.inflight = true
+		p.commits <- commitReq{}
+	}
+}
+
+// finishCommit takes the committer's result on the loop. When the step
+// succeeded, the session is told and the metrics count a commit; when it
+// failed and the producer could be repaired (a *txn.Failure), the
 // generation is dropped and the next session starts from the committed
 // offsets (rewind); any other error (fenced, a record too large) is
 // returned and stops the instance. Then the session ends and starts that
@@ -59,17 +84,27 @@ func (p *Pipeline) startCommit(g *generation, b *align.Batch[*sarama.ConsumerMes
 // transactions.
 func (p *Pipeline) finishCommit(d commitDone) error {
 	p.inflight = false
+	// After a StreamBatch the transaction stays open; after anything else,
+	// or any error, none is.
+	p.open = d.err == nil && d.b != nil && d.b.Kind == align.StreamBatch
 	var failure *txn.Failure
 	switch {
 	case d.err == nil:
-		d.g.s.Committed(d.b)
-		p.committedBatch(d.b)
+		if d.b != nil {
+			d.g.s.Committed(d.b)
+			switch d.b.Kind {
+			case align.CommitBatch:
+				p.committedBatch(d.b)
+			case align.StreamBatch:
+				p.metrics.streamed.Add(float64(len(d.b.Writes)))
+			}
+		}
 	case !errors.As(d.err, &failure):
 		return d.err
 	default:
 		p.metrics.rewinds.Inc()
 		p.log.Warn("transaction not committed; rewinding to the committed offsets and rebuilding the open phases", "err", d.err)
-		if p.gen == d.g {
+		if d.g != nil && p.gen == d.g {
 			p.dropGeneration()
 		}
 	}
@@ -81,13 +116,20 @@ func (p *Pipeline) finishCommit(d commitDone) error {
 	return nil
 }
 
-// awaitCommit waits for the transaction in flight, if any, and takes its
-// result: the shutdown lets it finish rather than abandon it.
+// awaitCommit waits for the transaction step in flight, if any, and takes
+// its result; then it aborts the transaction left open, if any: the
+// shutdown lets the step finish rather than abandon it, and leaves no
+// transaction holding the output back.
 func (p *Pipeline) awaitCommit() error {
-	if !p.inflight {
-		return nil
+	for p.inflight || p.open {
+		if !p.inflight {
+			p.abortOpen()
+		}
+		if err := p.finishCommit(<-p.done); err != nil {
+			return err
+		}
 	}
-	return p.finishCommit(<-p.done)
+	return nil
 }
 
 // whenIdle runs f now, or once the transaction in flight has finished.

@@ -37,7 +37,12 @@ type Metrics struct {
 	tasksOwned    prometheus.Gauge
 	taskPhase     *prometheus.GaugeVec
 	rewinds       prometheus.Counter
-	dedupeFull    prometheus.Counter
+	// streamed counts records written into an open transaction ahead of
+	// their phase's seal; streamFallbacks, phases that stopped streaming
+	// (align.Fallback).
+	streamed        prometheus.Counter
+	streamFallbacks prometheus.Counter
+	dedupeFull      prometheus.Counter
 }
 
 // phaseBuckets cover phases from 10 ms to 10 minutes: a phase lasts at least
@@ -112,6 +117,14 @@ func NewMetrics(reg prometheus.Registerer, topics []string) *Metrics {
 		}, []string{"task"}),
 		rebalances: f.NewCounter(prometheus.CounterOpts{
 			Name: "phasegate_rebalances_total", Help: "Consumer group sessions started (joins and rebalances).",
+		}),
+		streamed: f.NewCounter(prometheus.CounterOpts{
+			Name: "phasegate_streamed_records_total",
+			Help: "Data records written into an open transaction before their phase sealed (the oldest open phase streams; its seal adds the markers and the offsets and commits). They count in phasegate_records_out_total once committed.",
+		}),
+		streamFallbacks: f.NewCounter(prometheus.CounterOpts{
+			Name: "phasegate_stream_fallbacks_total",
+			Help: "Phases that streamed into an open transaction for a quarter of the transaction timeout without sealing: the transaction was aborted and the phase written whole at its seal.",
 		}),
 		rewinds: f.NewCounter(prometheus.CounterOpts{
 			Name: "phasegate_rewinds_total", Help: "Rewinds to the committed offsets after a failed transaction.",

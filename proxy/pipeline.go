@@ -70,7 +70,10 @@ type Pipeline struct {
 	genSeq int64
 	// inflight is true while the committer writes a Batch; waiting are the
 	// session ends and starts held until it has finished.
-	inflight   bool
+	inflight bool
+	// open is true while a transaction holds streamed records: the last
+	// result was a StreamBatch's.
+	open       bool
 	waiting    []func()
 	view       *fleet.View // every task's latest report (docs/FLEET.md)
 	owned      []tasks.ID  // the tasks of the last generation, for the move logs
@@ -361,6 +364,7 @@ func (p *Pipeline) dropGeneration() {
 		p.gen.cancel()
 		p.gen = nil
 	}
+	p.abortOpen()
 }
 
 // Ready reports whether the instance is in the group and its phases are

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/tasks"
+	"github.com/phasegate/phasegate/watermarks"
 )
 
 // setupReq asks the loop to build a generation for a new session.
@@ -332,7 +334,23 @@ func (p *Pipeline) alignConfig() align.Config {
 		InputTopics: p.cfg.InputTopics, OutputPartitions: p.outParts, QuarantinePartitions: p.quarParts,
 		Emitter: p.cfg.TransactionalID, Routing: p.cfg.Routing, Watermarks: p.cfg.Watermarks,
 		Dedupe: p.cfg.Dedupe, QuarantineDelay: p.cfg.QuarantineDelay, BatchBytes: batchBytes,
+		StreamFor: streamFor(p.deps.Producer.Timeout(), p.cfg.Watermarks),
 	}
+}
+
+// streamFor is how long the oldest open phase may stream into the open
+// transaction before it falls back (align Config.StreamFor): a quarter of
+// the transaction timeout, which leaves the rest for its commit (a first
+// commit on fresh partitions took up to 19.7 s: README, "Performance");
+// 0, never stream, when a live phase would not seal within it (its length
+// and the out-of-orderness bound), so that it does not fall back every
+// time.
+func streamFor(transactionTimeout time.Duration, w watermarks.Config) time.Duration {
+	d := transactionTimeout / 4
+	if w.PhaseLength+w.MaxOutOfOrderness >= d {
+		return 0
+	}
+	return d
 }
 
 // end drops the generation of a session that ended.

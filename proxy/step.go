@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/phasegate/phasegate/align"
 )
@@ -33,6 +34,9 @@ func (p *Pipeline) stepSession(g *generation) {
 	st := g.s.Step()
 	if st.Batch != nil {
 		p.startCommit(g, st.Batch)
+	}
+	if f := st.Fallback; f != nil {
+		p.fellBack(f)
 	}
 	p.apply(g, st.Actions, st.Holds)
 	for _, c := range st.Idle {
@@ -84,6 +88,21 @@ func (p *Pipeline) sealTimedOut(g *generation, n int64) {
 	}
 	args := []any{"seal_timeout", v.SealTimeout, "policy", p.cfg.Watermarks.SealPolicy, "held_by", held}
 	p.log.Warn("a phase stayed open longer than the seal timeout: the partition holding the global watermark has not passed it; check that partition's producer, or set PHASEGATE_SEAL_POLICY=seal to seal such phases anyway (sealed_by timeout)", args...)
+}
+
+// fellBack counts a phase that stopped streaming and says which
+// partitions held it (at most one line per 10 s).
+func (p *Pipeline) fellBack(f *align.Fallback) {
+	p.metrics.streamFallbacks.Inc()
+	if !p.limiter.allow("stream-fallback", p.now()) {
+		return
+	}
+	held := make([]string, 0, min(len(f.Holders), transitionNames))
+	for _, k := range f.Holders[:min(len(f.Holders), transitionNames)] {
+		held = append(held, k.String())
+	}
+	p.log.Warn("a phase streamed into its transaction for longer than a quarter of PHASEGATE_TRANSACTION_TIMEOUT without sealing: the transaction is aborted and the phase is written whole at its seal; check the partitions holding the watermark",
+		"phase", f.Phase, "streamed_records", f.Streamed, "open", f.Open.Round(time.Millisecond), "held_by", held, "holders", len(f.Holders))
 }
 
 func b2f(b bool) float64 {

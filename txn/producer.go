@@ -88,6 +88,10 @@ func New(f Factory, timeout time.Duration, log *slog.Logger, m *Metrics) (*Produ
 	return &Producer{newProducer: f, timeout: timeout, log: log, metrics: m, p: p}, nil
 }
 
+// Timeout is the transaction timeout the producers ask for (New's
+// timeout): the broker aborts a transaction open longer.
+func (p *Producer) Timeout() time.Duration { return p.timeout }
+
 // classifyStart turns a failed producer creation into ErrFenced when the
 // broker says another instance owns the ID.
 func classifyStart(err error) error {
