@@ -9,10 +9,11 @@
 // -> the in channel, or the hot channel while its partition holds the
 // watermark -> Pipeline.handle (sarama message to align.Record) ->
 // align.Session.Handle -> ... -> Pipeline.step -> Session.Step (a Batch
-// when phases sealed) -> Pipeline.startCommit -> the committer goroutine
-// (Writes to sarama ProducerMessages, offsets with the group's metadata,
-// txn.Producer.Commit) -> the done channel -> Pipeline.finishCommit ->
-// Session.Committed.
+// when phases sealed, a StreamBatch of the oldest open phase's new records
+// otherwise) -> Pipeline.startCommit -> the committer goroutine (Writes to
+// sarama ProducerMessages, offsets with the group's metadata;
+// txn.Producer.Stream into the open transaction, or txn.Producer.Commit)
+// -> the done channel -> Pipeline.finishCommit -> Session.Committed.
 //
 // Invariants:
 //
@@ -26,7 +27,9 @@
 //     (within the memory bound). Session ends and starts wait until the
 //     Batch in flight has finished, so a task moves only between
 //     transactions and a new session starts from offsets that include it;
-//     a shutdown lets it finish too.
+//     a shutdown lets it finish too. A transaction left open by
+//     StreamBatches is aborted when its generation ends (abortOpen) and
+//     at shutdown, so that it holds no read_committed reader back.
 //   - The partitions holding the watermark are read first, and never wait
 //     on the others. sarama's fetcher for a broker sends its next fetch
 //     only once every partition of the last response has been taken, so a
