@@ -7,15 +7,22 @@ import (
 	"github.com/phasegate/phasegate/internal/inproc"
 )
 
-// The oldest open phase streams into the open transaction, invisible to
-// read_committed until its seal commits it with its markers and offsets.
-// Strict mode: a/1 holds phase 0 until it writes phase 5.
-func TestAPhaseStreamsBeforeItsSeal(t *testing.T) {
+// heldPhase writes phase 0 on both partitions of a and phase 5 on a/0 only
+// (strict mode: no idle timeout), so that a/1 holds phase 0 open, and
+// returns the environment, not started, and the phases' base time.
+func heldPhase(t *testing.T) (*env, time.Time) {
 	e := newEnv(t, map[string]int32{"a": 2}, 1)
 	e.cfg.Watermarks.IdleTimeout = 0
 	base := phaseBase()
 	e.write(rec{topic: "a", partition: 0, ts: at(base, 0, 1)}, rec{topic: "a", partition: 1, ts: at(base, 0, 2)},
 		rec{topic: "a", partition: 0, ts: at(base, 5, 1)})
+	return e, base
+}
+
+// The oldest open phase streams into the open transaction, invisible to
+// read_committed until its seal commits it with its markers and offsets.
+func TestAPhaseStreamsBeforeItsSeal(t *testing.T) {
+	e, base := heldPhase(t)
 	k := inproc.KafkaFor(e.brokers)
 	k.TransactionTimeout = time.Minute // StreamFor 15 s: no fallback within the test
 	s, err := inproc.StartSidecar(k, e.cfg, e.logger())
@@ -45,11 +52,7 @@ func TestAPhaseStreamsBeforeItsSeal(t *testing.T) {
 // inproc transaction timeout of 5 s) makes it fall back: the transaction is
 // aborted and counted, and the phase's seal writes every record once.
 func TestAStragglerMakesThePhaseFallBack(t *testing.T) {
-	e := newEnv(t, map[string]int32{"a": 2}, 1)
-	e.cfg.Watermarks.IdleTimeout = 0
-	base := phaseBase()
-	e.write(rec{topic: "a", partition: 0, ts: at(base, 0, 1)}, rec{topic: "a", partition: 1, ts: at(base, 0, 2)},
-		rec{topic: "a", partition: 0, ts: at(base, 5, 1)})
+	e, base := heldPhase(t)
 	e.start()
 	waitFor(t, 10*time.Second, "phase 0 to fall back", func() bool {
 		return counter(t, e, "phasegate_stream_fallbacks_total") == 1
@@ -71,11 +74,7 @@ func TestAStragglerMakesThePhaseFallBack(t *testing.T) {
 // A shutdown while a phase streams aborts the open transaction, so that it
 // holds no reader back, and the next instance publishes the phase once.
 func TestShutdownAbortsTheStreamingTransaction(t *testing.T) {
-	e := newEnv(t, map[string]int32{"a": 2}, 1)
-	e.cfg.Watermarks.IdleTimeout = 0
-	base := phaseBase()
-	e.write(rec{topic: "a", partition: 0, ts: at(base, 0, 1)}, rec{topic: "a", partition: 1, ts: at(base, 0, 2)},
-		rec{topic: "a", partition: 0, ts: at(base, 5, 1)})
+	e, base := heldPhase(t)
 	e.start()
 	waitFor(t, 10*time.Second, "phase 0 streamed", func() bool {
 		return counter(t, e, "phasegate_streamed_records_total") >= 2
