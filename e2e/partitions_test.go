@@ -30,6 +30,12 @@ const (
 	// the sidecar had read everything before the first lag measurement,
 	// so no partition was ever seen holding the watermark with lag.
 	wideFactor = 3
+	// wideBufferBytes bounds the buffer below the backlog (about 45 MB of
+	// records), so that partitions are paused while the holders are read,
+	// as in issue 15's run: under the default 256 MiB everything fits, and
+	// a sidecar that reads the backlog in 3 s (streaming, issue 12) left
+	// no sample with a holder behind.
+	wideBufferBytes = 8 << 20
 )
 
 // P1: 3 x records() records (300,000 by default; 100-byte values,
@@ -73,6 +79,7 @@ func TestP1ManyPartitions(t *testing.T) {
 		return ok && n == 2*wideForkParts+wideOutParts
 	})
 	sc.env["PHASEGATE_LOG_LEVEL"] = "info" // debug writes a line per partition transition
+	sc.env["PHASEGATE_MAX_BUFFER_BYTES"] = strconv.Itoa(wideBufferBytes)
 
 	p := widePlan(wide, 15)
 	pr, err := produce(sc.ctx, sc.b.addrs, p, nil)
