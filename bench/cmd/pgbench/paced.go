@@ -28,6 +28,7 @@ type pacedResult struct {
 	// From phasegate's histograms over the whole run (warm-up included).
 	TxnMeanMs        float64 // phasegate_transaction_duration_seconds: BeginTxn to the end
 	SealCommitMeanMs float64 // phasegate_seal_to_commit_seconds
+	SealCommitP99Ms  float64 // its p99, rounded up to a bucket bound
 }
 
 // markerSeen is one marker as the latency consumer received it.
@@ -117,9 +118,11 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if m, err := sc.metrics(ctx); err == nil {
+	if text, err := sc.get(ctx, "/metrics"); err == nil {
+		m := parseMetrics(string(text))
 		res.TxnMeanMs = 1000 * m["phasegate_transaction_duration_seconds_sum"] / m["phasegate_transaction_duration_seconds_count"]
 		res.SealCommitMeanMs = 1000 * m["phasegate_seal_to_commit_seconds_sum"] / m["phasegate_seal_to_commit_seconds_count"]
+		res.SealCommitP99Ms = 1000 * bucketQuantile(string(text), "phasegate_seal_to_commit_seconds", 0.99)
 	}
 	stopConsumer()
 	wg.Wait()

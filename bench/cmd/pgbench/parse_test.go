@@ -170,3 +170,40 @@ func TestParseProc(t *testing.T) {
 		}
 	})
 }
+
+func TestBucketQuantile(t *testing.T) {
+	const h = `# TYPE phasegate_seal_to_commit_seconds histogram
+phasegate_seal_to_commit_seconds_bucket{le="0.01"} 50
+phasegate_seal_to_commit_seconds_bucket{le="0.025"} 90
+phasegate_seal_to_commit_seconds_bucket{le="0.1"} 99
+phasegate_seal_to_commit_seconds_bucket{le="0.25"} 100
+phasegate_seal_to_commit_seconds_bucket{le="+Inf"} 100
+phasegate_seal_to_commit_seconds_sum 1.5
+phasegate_seal_to_commit_seconds_count 100
+other_bucket{le="0.001"} 100
+`
+	const tail = `x_bucket{le="1"} 98
+x_bucket{le="+Inf"} 100
+`
+	tests := []struct {
+		name, text, metric string
+		q, want            float64
+	}{
+		{"median in the first bucket", h, "phasegate_seal_to_commit_seconds", 0.5, 0.01},
+		{"p90 on a bound", h, "phasegate_seal_to_commit_seconds", 0.9, 0.025},
+		{"p99", h, "phasegate_seal_to_commit_seconds", 0.99, 0.1},
+		{"max", h, "phasegate_seal_to_commit_seconds", 1, 0.25},
+		{"only +Inf reaches it", tail, "x", 0.99, math.Inf(1)},
+		{"another histogram's buckets are not read", h, "other", 0.99, 0.001},
+		{"absent", h, "missing", 0.99, math.NaN()},
+		{"no observation", "y_bucket{le=\"1\"} 0\ny_bucket{le=\"+Inf\"} 0\n", "y", 0.99, math.NaN()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := bucketQuantile(tt.text, tt.metric, tt.q)
+			if got != tt.want && !(math.IsNaN(got) && math.IsNaN(tt.want)) {
+				t.Errorf("bucketQuantile(%s, %g) = %g, want %g", tt.metric, tt.q, got, tt.want)
+			}
+		})
+	}
+}

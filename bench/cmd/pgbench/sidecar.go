@@ -2,15 +2,18 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,6 +175,45 @@ func parseMetrics(text string) map[string]float64 {
 		out[name] += v
 	}
 	return out
+}
+
+// bucketQuantile reads histogram name's cumulative buckets from a
+// Prometheus text exposition and returns the upper bound of the first
+// bucket holding at least q of the observations: the quantile rounded up
+// to a bucket bound (the histogram keeps nothing finer). It returns +Inf
+// when only the +Inf bucket reaches q, and NaN when the histogram has no
+// observation.
+func bucketQuantile(text, name string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + `_bucket{`
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.Index(line, `le="`)
+		j := strings.LastIndexByte(line, '}')
+		if i < 0 || j < i {
+			continue
+		}
+		le, err1 := strconv.ParseFloat(strings.SplitN(line[i+4:], `"`, 2)[0], 64)
+		n, err2 := strconv.ParseFloat(strings.TrimSpace(line[j+1:]), 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		bs = append(bs, bucket{le, n})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return math.NaN()
+	}
+	total := bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= q*total {
+			return b.le
+		}
+	}
+	return math.Inf(1)
 }
 
 // phaseStatus is the part of /phases the benchmark reads.
