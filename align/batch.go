@@ -31,7 +31,9 @@ type Batch[M any] struct {
 	quarantined int
 	// bytes weighs its phases' records against the memory bound.
 	bytes int64
-	lanes *lanes // the session's
+	// global is the lowest global watermark its Offsets' metadata commits.
+	global uint64
+	lanes  *lanes // the session's
 }
 
 // BatchKind says what a Batch asks of the transaction.
@@ -151,6 +153,7 @@ func (s *Session[M]) build() *Batch[M] {
 	if take < len(s.sealed) {
 		global = s.sealed[take].Phase
 	}
+	b.global = global
 	b.Offsets = make([]Offset, len(s.byP))
 	for i, ps := range s.byP {
 		cm := commitMeta{global: max(global, ps.sealedBelow), consumed: ps.next}

@@ -80,6 +80,9 @@ func TestRestart(t *testing.T) {
 				h.committed[tp("a", 0)] = Offset{Metadata: commitMeta{global: phaseAt(100)}.String()}
 				h.committed[tp("a", 1)] = Offset{Metadata: commitMeta{global: phaseAt(300)}.String()}
 				h.restart()                              // task a/0 marked phases below +1, task a/1 below +3
+				if got := h.s.Marked(); got != phaseAt(100) {
+					t.Fatalf("Marked() = %d after the restart, want the lower task's %d", got, phaseAt(100))
+				}
 				h.feed(in{topic: "a", part: 0, ms: 150}) // a/0@0 +1
 				h.feed(in{topic: "a", part: 1, ms: 250}) // a/1@0 +2: sealed by a/1's task already
 				h.clk.add(time.Second)
@@ -93,6 +96,9 @@ func TestRestart(t *testing.T) {
 				h.feed(in{topic: "a", part: 1, ms: 460}) // a/1@2 +4: both passed +1 to +3
 				wantWrites(t, h.step().Batch, "data a/0@0 ->0", "marker +1 ->0 count=1 watermark",
 					"data a/1@1 ->1", "marker +3 ->0 count=0 watermark", "marker +3 ->1 count=1 watermark")
+				if got := h.s.Marked(); got != phaseAt(400) {
+					t.Fatalf("Marked() = %d once +1 to +3 committed, want %d", got, phaseAt(400))
+				}
 			},
 		},
 		{

@@ -146,6 +146,9 @@ type Session[M any] struct {
 	// lanes are the session's writers, one per Output entry (MARKERS.md
 	// 3.3): each counts, marks and tags its own records.
 	lanes lanes
+	// marked is the lowest global watermark its partitions' committed
+	// metadata holds (Marked).
+	marked uint64
 }
 
 // New starts a session over the partitions in starts. A partition whose
@@ -205,6 +208,7 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 	s := &Session[M]{
 		cfg: cfg, now: cfg.Watermarks.Now, tracker: tracker, dedupe: cache, markers: dedupe.NewMarkers(),
 		parts: make(map[TP]*part, len(starts)), phases: map[uint64]*phase[M]{}, foreign: foreign, lanes: ls,
+		marked: global,
 	}
 	topicIdx := make(map[string]int, len(cfg.InputTopics))
 	for i, t := range cfg.InputTopics {
@@ -237,6 +241,12 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 
 // Global returns the first unsealed phase.
 func (s *Session[M]) Global() uint64 { return s.tracker.Global() }
+
+// Marked returns the lowest global watermark the session's partitions
+// have committed: every phase below it is marked in committed output, and
+// the next owner of any of its partitions resumes at or above it (the
+// watermark report's marked, docs/FLEET.md rule F8).
+func (s *Session[M]) Marked() uint64 { return s.marked }
 
 // BufferedBytes returns the bytes of records held in memory: in open
 // phases (what the tracker's pause decisions count), in sealed phases

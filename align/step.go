@@ -130,6 +130,7 @@ func (s *Session[M]) Committed(b *Batch[M]) {
 	if b.Kind != CommitBatch {
 		return
 	}
+	s.marked = max(s.marked, b.global)
 	for _, seal := range b.Seals {
 		delete(s.phases, seal.Phase)
 	}

@@ -33,6 +33,12 @@ type Report struct {
 	// the single-instance tracker uses when every partition is idle);
 	// High >= Low. Equal to Low for a live task.
 	High uint64
+	// Marked is at or below the first phase the task's committed output
+	// has not marked: the committed global watermark its next owner
+	// resumes from. A View forgets a data phase only once it is below
+	// every task's Marked (docs/FLEET.md, rule F8). Optional on the wire:
+	// 0 when absent.
+	Marked uint64
 	// Open lists, ascending, the phases for which the task holds data it
 	// has not sealed yet. Other tasks learn from it which phases hold data
 	// somewhere, so that they write a marker for each of them on their
@@ -60,6 +66,7 @@ type wire struct {
 	LowMs      *int64    `json:"low_ms"`
 	Idle       *bool     `json:"idle"`
 	High       *uint64   `json:"high"`
+	Marked     uint64    `json:"marked"`
 	Open       *[]uint64 `json:"open"`
 	Owner      *string   `json:"owner"`
 	Generation *int32    `json:"generation"`
@@ -78,7 +85,7 @@ func (r Report) AppendValue(dst []byte) []byte {
 		open = []uint64{} // "open":[], never null
 	}
 	b, _ := json.Marshal(wire{V: &v, Task: &r.Task, Layout: &layout, Low: &r.Low, LowMs: &r.LowMs, Idle: &r.Idle,
-		High: &r.High, Open: &open, Owner: &r.Owner, Generation: &r.Generation, AtMs: &r.AtMs}) // cannot fail: plain fields
+		High: &r.High, Marked: r.Marked, Open: &open, Owner: &r.Owner, Generation: &r.Generation, AtMs: &r.AtMs}) // cannot fail: plain fields
 	return append(dst, b...)
 }
 
@@ -127,9 +134,9 @@ func DecodeKey(key []byte) (int32, error) {
 
 // DecodeReport reads one record of the watermark topic. A nil value is a
 // tombstone: it returns ok false and no error, and the caller forgets the
-// task's report. Every field is required; unknown fields are ignored; the
-// value's task must equal the key's. Errors wrap ErrReport. Safe for
-// concurrent use.
+// task's report. Every field but "marked" is required; unknown fields are
+// ignored; the value's task must equal the key's. Errors wrap ErrReport.
+// Safe for concurrent use.
 func DecodeReport(key, value []byte) (r Report, ok bool, err error) {
 	task, err := DecodeKey(key)
 	if err != nil {
@@ -167,7 +174,7 @@ func DecodeReport(key, value []byte) (r Report, ok bool, err error) {
 		return Report{}, false, fmt.Errorf("%w: layout %q is not 16 lower-case hex digits", ErrReport, *w.Layout)
 	}
 	r = Report{Task: task, Layout: layout, Low: *w.Low, LowMs: *w.LowMs, Idle: *w.Idle, High: *w.High,
-		Open: *w.Open, Owner: *w.Owner, Generation: *w.Generation, AtMs: *w.AtMs}
+		Marked: w.Marked, Open: *w.Open, Owner: *w.Owner, Generation: *w.Generation, AtMs: *w.AtMs}
 	if len(r.Open) == 0 {
 		r.Open = nil
 	}

@@ -9,10 +9,10 @@ import (
 )
 
 // specValue is the example value of docs/FLEET.md, on one line.
-const specValue = `{"v":1,"task":3,"layout":"9f1c0a2b4d6e8f01","low":41,"low_ms":1733140800000,"idle":false,"high":41,"open":[40,41],"owner":"phasegate-1","generation":7,"at_ms":1733140801234}`
+const specValue = `{"v":1,"task":3,"layout":"9f1c0a2b4d6e8f01","low":41,"low_ms":1733140800000,"idle":false,"high":41,"marked":39,"open":[40,41],"owner":"phasegate-1","generation":7,"at_ms":1733140801234}`
 
 func specReport() Report {
-	return Report{Task: 3, Layout: 0x9f1c0a2b4d6e8f01, Low: 41, LowMs: 1733140800000, High: 41, Open: []uint64{40, 41},
+	return Report{Task: 3, Layout: 0x9f1c0a2b4d6e8f01, Low: 41, LowMs: 1733140800000, High: 41, Marked: 39, Open: []uint64{40, 41},
 		Owner: "phasegate-1", Generation: 7, AtMs: 1733140801234}
 }
 
@@ -67,6 +67,9 @@ func TestDecodeReport(t *testing.T) {
 		{"high below low", "3", rep(`"high":41`, `"high":40`), false, false},
 		{"a live task's high differs from its low", "3", rep(`"high":41`, `"high":42`), false, false},
 		{"empty owner", "3", rep(`"phasegate-1"`, `""`), false, false},
+		{"marked absent (a writer before rule F8)", "3", rep(`"marked":39,`, ""), false, true},
+		{"negative marked", "3", rep(`"marked":39`, `"marked":-1`), false, false},
+		{"marked not an integer", "3", rep(`"marked":39`, `"marked":"39"`), false, false},
 		{"no open phases", "3", rep(`[40,41]`, `[]`), false, true},
 		{"open phases null", "3", rep(`[40,41]`, `null`), false, false},
 		{"open phases not ascending", "3", rep(`[40,41]`, `[41,40]`), false, false},
@@ -133,4 +136,15 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("AppendValue is not canonical:\n%s\n%s", enc, again)
 		}
 	})
+}
+
+// A report without "marked" (written before rule F8) decodes with Marked
+// 0: its reader forgets no data phase because of it.
+func TestDecodeReportWithoutMarked(t *testing.T) {
+	r, ok, err := DecodeReport([]byte("3"), []byte(strings.Replace(specValue, `"marked":39,`, "", 1)))
+	want := specReport()
+	want.Marked = 0
+	if err != nil || !ok || !reflect.DeepEqual(r, want) {
+		t.Fatalf("DecodeReport = %+v, %v, %v; want %+v", r, ok, err, want)
+	}
 }

@@ -1,6 +1,9 @@
 package fleet
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // View combines the latest report of every task into the global watermark
 // of the fleet (docs/FLEET.md, "The global watermark"). Create it with
@@ -15,7 +18,7 @@ type View struct {
 	global   uint64
 	globalMs int64
 	started  bool                // global has been computed once
-	data     map[uint64]struct{} // phases some task reported open (F7), until Prune
+	data     map[uint64]struct{} // phases some task reported open (F7), until Prune (F8)
 }
 
 // NewView returns a View of tasks 0..n-1 under layout fingerprint layout,
@@ -186,9 +189,18 @@ func (v *View) DataPhases(from, below uint64) []uint64 {
 	return out
 }
 
-// Prune forgets the data phases below below; call it once every task the
-// instance owns has sealed past below.
-func (v *View) Prune(below uint64) {
+// Prune forgets the data phases below every task's Marked (docs/FLEET.md,
+// rule F8): none while a task has no report. A task that moves resumes
+// from its committed offsets, and whoever gains it must still know the
+// phases it has yet to mark, however far the instance's own tasks sealed.
+func (v *View) Prune() {
+	below := uint64(math.MaxUint64)
+	for i := range v.held {
+		if !v.reported[i] {
+			return
+		}
+		below = min(below, v.held[i].Marked)
+	}
 	for ph := range v.data {
 		if ph < below {
 			delete(v.data, ph)

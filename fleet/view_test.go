@@ -174,9 +174,40 @@ func TestViewDataPhases(t *testing.T) {
 			t.Fatalf("DataPhases(%d, %d) = %v, want %v", tt.from, tt.below, got, tt.want)
 		}
 	}
-	v.Prune(5)
-	if got := v.DataPhases(0, 100); !slices.Equal(got, []uint64{5, 7}) {
-		t.Fatalf("after Prune(5): %v, want [5 7]", got)
+}
+
+// TestViewPruneF8: a data phase is forgotten only below every task's
+// marked; a task with no report, or one without marked, keeps them all.
+// The case that lost a marker in e2e M1: the instance's own task 1 has
+// sealed far past phase 4, but task 0, which it may gain, has marked only
+// up to 3, so phase 4 must stay known.
+func TestViewPruneF8(t *testing.T) {
+	marked := func(r Report, m uint64) Report { r.Marked = m; return r }
+	tests := []struct {
+		name    string
+		reports []Report // tasks 0 and 1; a missing task is unreported
+		want    []uint64
+	}{
+		{"a task unreported", []Report{marked(live(0, 9, 2), 9)}, []uint64{3, 4, 5, 7}},
+		{"a task without marked (an older writer)", []Report{marked(live(0, 9, 2), 9), live(1, 9, 2)}, []uint64{3, 4, 5, 7}},
+		{"below the lowest marked", []Report{marked(live(0, 6, 2), 5), marked(live(1, 9, 2), 8)}, []uint64{5, 7}},
+		{"a task behind the instance's own", []Report{marked(live(0, 4, 2), 4), marked(live(1, 30, 2), 30)}, []uint64{4, 5, 7}},
+		{"all marked past", []Report{marked(idle(0, 8, 9, 2), 9), marked(live(1, 12, 2), 12)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewView(2, fp)
+			v.SetGeneration(2)
+			v.Apply(Report{Task: 1, Layout: fp, Low: 1, High: 1, Open: []uint64{3, 4, 5, 7}, Owner: "x", Generation: 1})
+			v.Forget(1) // its data phases stay: facts about the input
+			for _, r := range tt.reports {
+				v.Apply(r)
+			}
+			v.Prune()
+			if got := v.DataPhases(0, 100); !slices.Equal(got, tt.want) {
+				t.Fatalf("after Prune: %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -194,7 +194,7 @@ func (p *Pipeline) share(g *generation) bool {
 	g.floor, g.floorSet = watermarks.Mark{Phase: global, Ms: ms}, true
 	g.s.Floor(g.floor, true)
 	g.s.Expect(p.view.DataPhases(g.s.Global(), global))
-	p.view.Prune(g.s.Global())
+	p.view.Prune()
 	return rose
 }
 
@@ -205,7 +205,7 @@ func (p *Pipeline) report(g *generation, now time.Time) fleet.Report {
 	m := g.s.Local()
 	return fleet.Report{
 		Layout: p.deps.Layout.Fingerprint(), Low: m.Phase, LowMs: m.Ms, Idle: m.Idle, High: m.Phase,
-		Open: g.s.DataPhases([]uint64{}, fleet.MaxOpen), Owner: p.cfg.TransactionalID,
+		Marked: g.s.Marked(), Open: g.s.DataPhases([]uint64{}, fleet.MaxOpen), Owner: p.cfg.TransactionalID,
 		Generation: g.groupGen, AtMs: now.UnixMilli(),
 	}
 }
