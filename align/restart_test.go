@@ -79,7 +79,7 @@ func TestRestart(t *testing.T) {
 				h.cfg.Outputs = []Output{{Partition: 0, Inputs: []TP{tp("a", 0)}}, {Partition: 1, Inputs: []TP{tp("a", 1)}}}
 				h.committed[tp("a", 0)] = Offset{Metadata: commitMeta{global: phaseAt(100)}.String()}
 				h.committed[tp("a", 1)] = Offset{Metadata: commitMeta{global: phaseAt(300)}.String()}
-				h.restart()                              // task a/0 marked phases below +1, task a/1 below +3
+				h.restart() // task a/0 marked phases below +1, task a/1 below +3
 				if got := h.s.Marked(); got != phaseAt(100) {
 					t.Fatalf("Marked() = %d after the restart, want the lower task's %d", got, phaseAt(100))
 				}
