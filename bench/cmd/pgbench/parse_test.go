@@ -196,6 +196,8 @@ x_bucket{le="+Inf"} 100
 		{"only +Inf reaches it", tail, "x", 0.99, math.Inf(1)},
 		{"another histogram's buckets are not read", h, "other", 0.99, 0.001},
 		{"absent", h, "missing", 0.99, math.NaN()},
+		{"label sets are summed", "z_bucket{branch=\"a\",le=\"0.1\"} 9\nz_bucket{branch=\"a\",le=\"+Inf\"} 10\n" +
+			"z_bucket{branch=\"b\",le=\"0.1\"} 0\nz_bucket{branch=\"b\",le=\"+Inf\"} 10\n", "z", 0.5, math.Inf(1)},
 		{"no observation", "y_bucket{le=\"1\"} 0\ny_bucket{le=\"+Inf\"} 0\n", "y", 0.99, math.NaN()},
 	}
 	for _, tt := range tests {

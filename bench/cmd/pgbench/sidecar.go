@@ -2,11 +2,11 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -143,10 +143,17 @@ func (s *sidecar) metrics(ctx context.Context, names ...string) (map[string]floa
 	return parseMetrics(string(b)), nil
 }
 
-// parseMetrics sums the samples of each metric name of a Prometheus text
-// exposition over all label sets. Comments and unparsable lines are skipped.
-func parseMetrics(text string) map[string]float64 {
-	out := map[string]float64{}
+// sample is one line of a Prometheus text exposition: the metric name,
+// its labels as written (without the braces) and its value.
+type sample struct {
+	name, labels string
+	value        float64
+}
+
+// samples parses a Prometheus text exposition; comments and unparsable
+// lines are skipped.
+func samples(text string) []sample {
+	var out []sample
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -154,15 +161,16 @@ func parseMetrics(text string) map[string]float64 {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		name, rest := line, ""
+		var sm sample
+		rest := ""
 		if i := strings.IndexByte(line, '{'); i >= 0 {
 			j := strings.LastIndexByte(line, '}')
 			if j < i {
 				continue
 			}
-			name, rest = line[:i], line[j+1:]
+			sm.name, sm.labels, rest = line[:i], line[i+1:j], line[j+1:]
 		} else if i := strings.IndexAny(line, " \t"); i >= 0 {
-			name, rest = line[:i], line[i:]
+			sm.name, rest = line[:i], line[i:]
 		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
@@ -172,45 +180,48 @@ func parseMetrics(text string) map[string]float64 {
 		if err != nil {
 			continue
 		}
-		out[name] += v
+		sm.value = v
+		out = append(out, sm)
+	}
+	return out
+}
+
+// parseMetrics sums the samples of each metric name of a Prometheus text
+// exposition over all label sets.
+func parseMetrics(text string) map[string]float64 {
+	out := map[string]float64{}
+	for _, sm := range samples(text) {
+		out[sm.name] += sm.value
 	}
 	return out
 }
 
 // bucketQuantile reads histogram name's cumulative buckets from a
-// Prometheus text exposition and returns the upper bound of the first
-// bucket holding at least q of the observations: the quantile rounded up
-// to a bucket bound (the histogram keeps nothing finer). It returns +Inf
-// when only the +Inf bucket reaches q, and NaN when the histogram has no
-// observation.
+// Prometheus text exposition, summed over its label sets, and returns the
+// upper bound of the first bucket holding at least q of the observations:
+// the quantile rounded up to a bucket bound (the histogram keeps nothing
+// finer). It returns +Inf when only the +Inf bucket reaches q, and NaN
+// when the histogram has no observation.
 func bucketQuantile(text, name string, q float64) float64 {
-	type bucket struct{ le, n float64 }
-	var bs []bucket
-	prefix := name + `_bucket{`
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, prefix) {
+	byLe := map[float64]float64{}
+	for _, sm := range samples(text) {
+		i := strings.Index(sm.labels, `le="`)
+		if sm.name != name+"_bucket" || i < 0 {
 			continue
 		}
-		i := strings.Index(line, `le="`)
-		j := strings.LastIndexByte(line, '}')
-		if i < 0 || j < i {
-			continue
+		le, err := strconv.ParseFloat(strings.SplitN(sm.labels[i+4:], `"`, 2)[0], 64)
+		if err == nil {
+			byLe[le] += sm.value
 		}
-		le, err1 := strconv.ParseFloat(strings.SplitN(line[i+4:], `"`, 2)[0], 64)
-		n, err2 := strconv.ParseFloat(strings.TrimSpace(line[j+1:]), 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		bs = append(bs, bucket{le, n})
 	}
-	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
-	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+	les := slices.Sorted(maps.Keys(byLe))
+	if len(les) == 0 || byLe[les[len(les)-1]] == 0 {
 		return math.NaN()
 	}
-	total := bs[len(bs)-1].n
-	for _, b := range bs {
-		if b.n >= q*total {
-			return b.le
+	total := byLe[les[len(les)-1]]
+	for _, le := range les {
+		if byLe[le] >= q*total {
+			return le
 		}
 	}
 	return math.Inf(1)
