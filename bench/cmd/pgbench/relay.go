@@ -29,6 +29,7 @@ type relayResult struct {
 	MaxBuffer    int64
 	PausedS      float64 // phasegate_paused_seconds_total
 	Rewinds      float64
+	Fallbacks    float64 // phasegate_stream_fallbacks_total: phases that stopped streaming
 	FirstS       float64 // sidecar exec → first data records committed (phasegate_records_out_total > 0)
 	Steady       float64 // records/s from the first commit to the last phase visible
 	Starve       *starvation
@@ -147,6 +148,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 		res.TxnSeconds = m["phasegate_transaction_duration_seconds_sum"]
 		res.PausedS = m["phasegate_paused_seconds_total"]
 		res.Rewinds = m["phasegate_rewinds_total"]
+		res.Fallbacks = m["phasegate_stream_fallbacks_total"]
 	}
 	if st, err := sc.phases(ctx); err == nil {
 		res.PeakBuffered, res.MaxBuffer = st.PeakBufferedBytes, st.MaxBufferBytes

@@ -250,7 +250,7 @@ func renderTargets(b *strings.Builder, c config, s *suiteResult) {
 		if r.HWM > limit {
 			mark = "missed"
 		}
-		skew = fmt.Sprintf("%s MiB against %s MiB: %s", mib(r.HWM), mib(limit), mark)
+		skew = fmt.Sprintf("%s MiB against %s MiB: %s (%.0f stream fallbacks)", mib(r.HWM), mib(limit), mark, r.Fallbacks)
 	}
 	fmt.Fprintf(b, "| peak RSS ≤ bound + 64 MiB under skew | %s |\n", skew)
 }

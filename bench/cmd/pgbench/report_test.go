@@ -108,7 +108,7 @@ func TestRender(t *testing.T) {
 			},
 			Paced: []*pacedResult{{TargetRate: 50000, Achieved: 49900, Samples: 540, SealP50: 20, SealP99: 150, SealMax: 200}, nil},
 		}},
-		Skew:     &relayResult{Size: 1024, Records: 1000000, Seconds: 20, HWM: 200 << 20, PeakBuffered: 40 << 20},
+		Skew:     &relayResult{Size: 1024, Records: 1000000, Seconds: 20, HWM: 200 << 20, PeakBuffered: 40 << 20, Fallbacks: 3},
 		SkewRate: 50000,
 	}
 	md := render(s)
@@ -125,7 +125,7 @@ func TestRender(t *testing.T) {
 		"100 B 100ms: 20.00×, met", "100 B 1s: no number",
 		"100 B 100ms: 0.50×, met",
 		"100 B 100ms: 150 ms, missed",
-		"200 MiB against 128 MiB: missed",
+		"200 MiB against 128 MiB: missed (3 stream fallbacks)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
