@@ -212,14 +212,15 @@ func (p *Pipeline) report(g *generation, now time.Time) fleet.Report {
 
 // due reports whether rep must be written: it differs from the last one
 // written in its watermark phase, idleness, generation or open phases, or
-// only in its time watermark and reportEvery has passed.
+// only in its time watermark or its marked phase (which others forget data
+// phases by, FLEET.md rule F8) and reportEvery has passed.
 func (g *generation) due(rep fleet.Report, now time.Time) bool {
 	s := g.sent
 	switch {
 	case g.sentAt.IsZero(), s.Low != rep.Low, s.Idle != rep.Idle, s.Generation != rep.Generation, !slices.Equal(s.Open, rep.Open):
 		return true
 	}
-	return s.LowMs != rep.LowMs && now.Sub(g.sentAt) >= reportEvery
+	return (s.LowMs != rep.LowMs || s.Marked != rep.Marked) && now.Sub(g.sentAt) >= reportEvery
 }
 
 // TaskStatus is one task of the fleet in Status, as this instance sees it
