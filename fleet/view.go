@@ -19,6 +19,7 @@ type View struct {
 	globalMs int64
 	started  bool                // global has been computed once
 	data     map[uint64]struct{} // phases some task reported open (F7), until Prune (F8)
+	pruned   uint64              // Prune forgot every data phase below it
 }
 
 // NewView returns a View of tasks 0..n-1 under layout fingerprint layout,
@@ -201,6 +202,10 @@ func (v *View) Prune() {
 		}
 		below = min(below, v.held[i].Marked)
 	}
+	if below <= v.pruned {
+		return // nothing new to forget: no walk over data on every step
+	}
+	v.pruned = below
 	for ph := range v.data {
 		if ph < below {
 			delete(v.data, ph)
