@@ -248,10 +248,7 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 	tick := time.NewTicker(p.cfg.Tick)
 	defer tick.Stop()
 	for {
-		in, hot := p.in, p.hot
-		if p.holdInput() {
-			in, hot = nil, nil
-		}
+		in, hot := p.lanes()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -296,17 +293,18 @@ const batch = 256
 // its bound, so the pause decision is not late by a whole batch.
 func (p *Pipeline) drainIn() {
 	for range batch {
-		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 || p.holdInput() {
+		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 {
 			return
 		}
+		in, hot := p.lanes()
 		select {
-		case d := <-p.hot:
+		case d := <-hot:
 			p.handle(d)
 			continue
 		default:
 		}
 		select {
-		case d := <-p.in:
+		case d := <-in:
 			p.handle(d)
 		default:
 			return
@@ -323,14 +321,26 @@ func (p *Pipeline) drainIn() {
 // 0.59x (20 transactions instead of 8: a transaction has a fixed cost).
 const batchBytes = 16 << 20
 
-// holdInput reports whether the loop stops taking records: a transaction
-// is in flight and the sealed phases waiting for the next hold half the
-// memory bound. The tracker pauses the partitions ahead of the watermark
-// (sealed phases waiting count toward its bound, align holds them there)
-// but never the ones holding it; this bounds what those read meanwhile.
-func (p *Pipeline) holdInput() bool {
-	g := p.gen
-	return p.inflight && g != nil && g.s.Waiting() >= p.cfg.Watermarks.MaxBufferBytes/2
+// lanes returns the channels the loop takes records from now; a nil one
+// is held. While a transaction is in flight, the in lane is held once the
+// sealed phases waiting for the next hold half the memory bound (the
+// tracker pauses the partitions ahead of the watermark, and sealed phases
+// waiting count toward its bound, but it never pauses the ones holding
+// it), and the hot lane, of the partitions holding the watermark, only
+// once the buffer holds the whole bound: they are what the next seals
+// wait for. Holding both at half the bound starved them for as long as a
+// slow commit took (e2e P1: 6 s, during a 7.7 s transaction).
+func (p *Pipeline) lanes() (in, hot <-chan delivery) {
+	g, bound := p.gen, p.cfg.Watermarks.MaxBufferBytes
+	switch {
+	case !p.inflight || g == nil:
+		return p.in, p.hot
+	case g.s.BufferedBytes() >= bound:
+		return nil, nil
+	case g.s.Waiting() >= bound/2:
+		return nil, p.hot
+	}
+	return p.in, p.hot
 }
 
 // drain answers session requests and drops records until the consumer
