@@ -328,8 +328,9 @@ const batchBytes = 16 << 20
 // waiting count toward its bound, but it never pauses the ones holding
 // it), and the hot lane, of the partitions holding the watermark, only
 // once the buffer holds the whole bound: they are what the next seals
-// wait for. Holding both at half the bound starved them for as long as a
-// slow commit took (e2e P1: 6 s, during a 7.7 s transaction).
+// wait for (holding both at half the bound starved them for as long as a
+// commit took, memory left or not). Not even those past the bound: once
+// every partition has caught up, every one holds the watermark.
 func (p *Pipeline) lanes() (in, hot <-chan delivery) {
 	g, bound := p.gen, p.cfg.Watermarks.MaxBufferBytes
 	switch {
