@@ -95,10 +95,9 @@ func TestRebalanceWaitsForTheCommitInFlight(t *testing.T) {
 // What the loop reads while a transaction is in flight goes into the next
 // one, so it is bounded: with the commit held and twice the bound written
 // (one partition, which holds the watermark and is never paused), the loop
-// goes on taking the holder's records past half the bound, where it stops
-// taking the others' (the next seals wait for the holders: stopping there
-// starved them for as long as the commit took), stops once the buffer
-// holds the whole bound, and takes the rest once the commit returns.
+// goes on taking the holder's records past half the bound (the next seals
+// wait for them), stops once the buffer holds the whole bound, and takes
+// the rest once the commit returns.
 func TestReadingDuringACommitIsBounded(t *testing.T) {
 	e := newEnv(t, map[string]int32{"a": 1}, 1)
 	e.cfg.Watermarks.MaxBufferBytes = 1 << 20

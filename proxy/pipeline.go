@@ -323,19 +323,16 @@ const batchBytes = 16 << 20
 
 // lanes returns the channels the loop takes records from now; a nil one
 // is held. While a transaction is in flight, the in lane is held once the
-// sealed phases waiting for the next hold half the memory bound (the
-// tracker pauses the partitions ahead of the watermark, and sealed phases
-// waiting count toward its bound, but it never pauses the ones holding
-// it), and the hot lane, of the partitions holding the watermark, only
-// once the buffer holds the whole bound: they are what the next seals
-// wait for (holding both at half the bound starved them for as long as a
-// commit took, memory left or not). Not even those past the bound: once
-// every partition has caught up, every one holds the watermark.
+// sealed phases waiting for the next hold half the memory bound, and the
+// hot lane (the partitions holding the watermark, which the tracker never
+// pauses and the next seals wait for) only once the buffer holds the
+// whole bound: holding it at half starved the holders for as long as a
+// commit took, and not holding it at all would be unbounded once every
+// partition has caught up (then every one holds the watermark).
 func (p *Pipeline) lanes() (in, hot <-chan delivery) {
 	g, bound := p.gen, p.cfg.Watermarks.MaxBufferBytes
 	switch {
 	case !p.inflight || g == nil:
-		return p.in, p.hot
 	case g.s.BufferedBytes() >= bound:
 		return nil, nil
 	case g.s.Waiting() >= bound/2:
