@@ -144,11 +144,8 @@ func (p *Pipeline) whenIdle(f func()) {
 // txnBatch is b as the producer writes it. It runs on the committer: the
 // Batch is not changed while it is in flight.
 func (p *Pipeline) txnBatch(g *generation, b *align.Batch[*sarama.ConsumerMessage]) txn.Batch {
-	tb := txn.Batch{Records: make([]*sarama.ProducerMessage, len(b.Writes)),
+	tb := txn.Batch{Records: txn.Records{Len: len(b.Writes), At: func(i int) *sarama.ProducerMessage { return p.message(b, b.Writes[i]) }},
 		Offsets: map[string][]*sarama.PartitionOffsetMetadata{}, Group: g.groupMeta}
-	for i, w := range b.Writes {
-		tb.Records[i] = p.message(b, w)
-	}
 	for _, o := range b.Offsets {
 		tb.Offsets[o.Topic] = append(tb.Offsets[o.Topic], &sarama.PartitionOffsetMetadata{
 			Partition: o.Partition, Offset: o.Offset, Metadata: &o.Metadata,

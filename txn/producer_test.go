@@ -52,11 +52,11 @@ func newProducerLogging(t *testing.T, brokers []string, id string, timeout time.
 }
 
 func batch(n int) txn.Batch {
-	var b txn.Batch
-	for i := range n {
-		b.Records = append(b.Records, &sarama.ProducerMessage{Topic: "out", Partition: int32(i % 2), Value: sarama.StringEncoder("v")})
+	ms := make([]*sarama.ProducerMessage, n)
+	for i := range ms {
+		ms[i] = &sarama.ProducerMessage{Topic: "out", Partition: int32(i % 2), Value: sarama.StringEncoder("v")}
 	}
-	return b
+	return txn.Batch{Records: txn.Slice(ms)}
 }
 
 // outTopic starts an in-process broker with the topic "out" of 2
