@@ -16,10 +16,12 @@ type pacedResult struct {
 	TargetRate  float64
 	Achieved    float64
 	Samples     int
-	SealP50     float64 // ms, marker receive time − marker timestamp (sealing time)
+	SealP50     float64 // ms, visible (the LSO passed the marker) − marker timestamp (sealing time)
 	SealP99     float64
 	SealMax     float64
-	EndP50      float64 // ms, marker receive time − end of the phase (event time)
+	ReadP50     float64 // ms, the reader's receive time of the marker − marker timestamp
+	ReadP99     float64
+	EndP50      float64 // ms, visible − end of the phase (event time)
 	EndP99      float64
 	Err         error
 	MarkerCount int
@@ -35,6 +37,7 @@ type pacedResult struct {
 type markerSeen struct {
 	phase    uint64
 	part     int32
+	offset   int64
 	stamp    time.Time // the marker's record timestamp: when phasegate sealed the phase
 	received time.Time
 }
@@ -69,6 +72,12 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 	}
 
 	cctx, stopConsumer := context.WithCancel(ctx)
+	stable, err := watchStable(cctx, r.cfg.Brokers, e.Output)
+	if err != nil {
+		stopConsumer()
+		res.Err = err
+		return res
+	}
 	var seen []markerSeen
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -82,7 +91,7 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 				return
 			}
 			mu.Lock()
-			seen = append(seen, markerSeen{phase: p, part: rec.Partition, stamp: rec.Timestamp, received: at})
+			seen = append(seen, markerSeen{phase: p, part: rec.Partition, offset: rec.Offset, stamp: rec.Timestamp, received: at})
 			mu.Unlock()
 		})
 	})
@@ -130,15 +139,22 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 		res.Err = err
 		return res
 	}
-	var sealMs, endMs []float64
+	var sealMs, readMs, endMs []float64
 	mu.Lock()
 	for _, m := range seen {
 		if m.phase < first || m.phase > lastFull {
 			continue
 		}
-		sealMs = append(sealMs, ms(m.received.Sub(m.stamp)))
+		visible, ok := stable.visibleAt(m.part, m.offset)
+		if !ok {
+			res.Err = fmt.Errorf("paced: no LSO poll passed the marker of phase %d at %d/%d, which the reader received", m.phase, m.part, m.offset)
+			mu.Unlock()
+			return res
+		}
+		sealMs = append(sealMs, ms(visible.Sub(m.stamp)))
+		readMs = append(readMs, ms(m.received.Sub(m.stamp)))
 		phaseEnd := time.UnixMilli(int64(m.phase+1) * phase.Milliseconds())
-		endMs = append(endMs, ms(m.received.Sub(phaseEnd)))
+		endMs = append(endMs, ms(visible.Sub(phaseEnd)))
 	}
 	res.MarkerCount = len(seen)
 	mu.Unlock()
@@ -148,13 +164,14 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 		return res
 	}
 	res.SealP50, res.SealP99, res.SealMax = percentile(sealMs, 50), percentile(sealMs, 99), percentile(sealMs, 100)
+	res.ReadP50, res.ReadP99 = percentile(readMs, 50), percentile(readMs, 99)
 	res.Data = &latencyResult{Who: "phasegate, " + phase.String(), Size: size, TargetRate: rate, Achieved: res.Achieved}
 	// The data records of the timed phases: stamped from the warm-up's end
 	// to the end of the last phase that sealed while the producer ran.
 	data.fill(res.Data, start.Add(time.Second), time.UnixMilli(int64(lastFull+1)*phase.Milliseconds()))
 	res.EndP50, res.EndP99 = percentile(endMs, 50), percentile(endMs, 99)
 	r.log.Info("phasegate paced", "run", name, "rate", rate, "achieved", res.Achieved, "samples", res.Samples,
-		"seal_p50_ms", res.SealP50, "seal_p99_ms", res.SealP99, "end_p99_ms", res.EndP99)
+		"seal_p50_ms", res.SealP50, "seal_p99_ms", res.SealP99, "read_p99_ms", res.ReadP99, "end_p99_ms", res.EndP99)
 	return res
 }
 

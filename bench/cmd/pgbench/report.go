@@ -62,9 +62,11 @@ producer and copies neither headers nor timestamps. It is slow, so past BENCH_CO
 only the first BENCH_COPIER_RECORDS records of the same input (its own topics; same sizes,
 timestamps and partitions), and its row says how many. phasegate's rows count only runs whose output
 verified. ProducerPerformance and each phasegate relay run BENCH_REPEAT times (default 3); the row is
-the median run and its note lists every run. Seal → visible is the marker's receive time at a
-read_committed consumer (fetch max wait 100 ms) minus the marker's record timestamp, which phasegate
-sets when it seals the phase.
+the median run and its note lists every run. Seal → visible is the time the output partition's
+last stable offset (polled every 5 ms with ListOffsets, isolation read_committed) first passed the
+marker, minus the marker's record timestamp, which phasegate sets when it seals the phase; seal → read
+back is the marker's receive time at a read_committed consumer (fetch max wait 100 ms) instead, which
+adds the reader fetching everything the phase's transaction wrote.
 `
 
 func renderSize(b *strings.Builder, c config, sr *sizeRun) {
@@ -168,8 +170,8 @@ func renderLatency(b *strings.Builder, c config, s *suiteResult) {
 	} else {
 		fmt.Fprintf(b, "## Seal → visible to read_committed, paced at %.0f %% of phasegate's relay rate for %s\n\n", c.PacedShare*100, c.PacedFor)
 	}
-	b.WriteString("| size | phase | paced at records/s | achieved | markers timed | p50 ms | p99 ms | max ms | phase end → visible p50 / p99 ms | mean transaction ms | seal → commit mean / p99 ms |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| size | phase | paced at records/s | achieved | markers timed | p50 ms | p99 ms | max ms | phase end → visible p50 / p99 ms | seal → read back p50 / p99 ms | mean transaction ms | seal → commit mean / p99 ms |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, sr := range s.Sizes {
 		for i, L := range c.Phases {
 			if i >= len(sr.Paced) || sr.Paced[i] == nil {
@@ -180,11 +182,11 @@ func renderLatency(b *strings.Builder, c config, s *suiteResult) {
 				fmt.Fprintf(b, "| %d B | %s | %s | failed | | | | | %s |\n", sr.Size, L, thousands(p.TargetRate), oneLine(p.Err))
 				continue
 			}
-			fmt.Fprintf(b, "| %d B | %s | %s | %s | %d | %.0f | %.0f | %.0f | %.0f / %.0f | %.0f | %.0f / ≤ %.0f |\n", sr.Size, L, thousands(p.TargetRate),
-				thousands(p.Achieved), p.Samples, p.SealP50, p.SealP99, p.SealMax, p.EndP50, p.EndP99, p.TxnMeanMs, p.SealCommitMeanMs, p.SealCommitP99Ms)
+			fmt.Fprintf(b, "| %d B | %s | %s | %s | %d | %.0f | %.0f | %.0f | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f / ≤ %.0f |\n", sr.Size, L, thousands(p.TargetRate),
+				thousands(p.Achieved), p.Samples, p.SealP50, p.SealP99, p.SealMax, p.EndP50, p.EndP99, p.ReadP50, p.ReadP99, p.TxnMeanMs, p.SealCommitMeanMs, p.SealCommitP99Ms)
 		}
 	}
-	b.WriteString("\nThe last two columns are phasegate's own histograms over the run: the mean (sum ÷ count) of the transaction's time from BeginTxn to its end (with streaming, BeginTxn is the phase's first record streamed), and the mean and p99 of the time from the seal to the commit's return, the p99 rounded up to a bucket bound (…, 10, 25, 50, 100, 250 ms, …). Seal → visible minus seal → commit is the broker's and the reader's part: the commit markers reaching the partitions and the next read_committed fetch.\n")
+	b.WriteString("\nThe last two columns are phasegate's own histograms over the run: the mean (sum ÷ count) of the transaction's time from BeginTxn to its end (with streaming, BeginTxn is the phase's first record streamed), and the mean and p99 of the time from the seal to the commit's return, the p99 rounded up to a bucket bound (…, 10, 25, 50, 100, 250 ms, …). Seal → visible minus seal → commit is the broker's part: writing the commit markers that move the partitions' last stable offsets. Seal → read back minus seal → visible is the reader's: fetching the phase, which a read_committed consumer can only start once the transaction commits.\n")
 	b.WriteString("Phase end → visible adds the wait for PHASEGATE_MAX_OUT_OF_ORDERNESS and the seal decision; it is what a join waits after a phase's last event.\n")
 	b.WriteString("PHASEGATE_MAX_OUT_OF_ORDERNESS is the default 200 ms for phases above 200 ms and half the phase otherwise (the sidecar refuses a bound of a phase or more).\n\n")
 }
