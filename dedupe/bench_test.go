@@ -1,6 +1,7 @@
 package dedupe
 
 import (
+	"runtime"
 	"strconv"
 	"testing"
 )
@@ -120,4 +121,51 @@ func BenchmarkAddDuplicate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSeal measures Seal of one phase of n identities (the keys'
+// sort), and reports the heap each identity takes while its phase is open
+// (a map) and once it is sealed (a sorted slice).
+func BenchmarkSeal(b *testing.B) {
+	for _, n := range []int{1 << 14, 1 << 18} {
+		b.Run("identities="+strconv.Itoa(n), func(b *testing.B) {
+			s := newStreams(64)
+			ids := make([][]byte, n)
+			for i := range ids {
+				ids[i] = append([]byte(nil), s.id()...)
+			}
+			var open, sealed float64
+			for b.Loop() {
+				b.StopTimer()
+				base := heapInUse()
+				c, err := New(Config{MaxSealedPhases: 1, MaxIdentities: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, id := range ids {
+					_, _ = c.Add(1, id)
+				}
+				open = float64(heapInUse()-base) / float64(n)
+				b.StartTimer()
+				c.Seal(1)
+				b.StopTimer()
+				c.pool.free = nil // the map kept for the next phase
+				sealed = float64(heapInUse()-base) / float64(n)
+				if c.Stats().Identities != n {
+					b.Fatalf("%d identities held, want %d", c.Stats().Identities, n)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(open, "openB/identity")
+			b.ReportMetric(sealed, "sealedB/identity")
+		})
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

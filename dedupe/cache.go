@@ -106,9 +106,10 @@ func (c *Cache) Add(phase uint64, id []byte) (dup bool, err error) {
 func (c *Cache) Seal(phase uint64) {
 	if s, ok := c.open[phase]; ok {
 		delete(c.open, phase)
+		s.seal(&c.pool)
 		c.sealed.Add(phase, s)
 	} else if !c.sealed.Contains(phase) {
-		c.sealed.Add(phase, c.pool.get())
+		c.sealed.Add(phase, &set{})
 	}
 	if c.ids > c.cfg.MaxIdentities {
 		_ = c.shrink(0, false) // ErrFull here only means Full() stays true
@@ -149,11 +150,11 @@ func (c *Cache) shrink(keep uint64, pinned bool) error {
 // Seal and RemoveOldest in shrink. Nothing else removes a sealed phase, so
 // every call is an eviction.
 func (c *Cache) evicted(_ uint64, s *set) {
-	n := len(s.m)
+	n := s.len()
 	c.ids -= n
 	c.evictions++
 	c.evictedIDs += uint64(n)
-	c.pool.put(s)
+	c.pool.put(s.m, s.peak)
 }
 
 // holds reports whether phase is held, open or sealed, without touching the

@@ -1,8 +1,10 @@
 package dedupe
 
 import (
+	"cmp"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -248,8 +250,8 @@ func TestRecycledSetsStartEmpty(t *testing.T) {
 	}
 }
 
-// TestPoolDropsLargeSets checks the memory rule of doc.go: a set that grew
-// past the limit is not reused.
+// TestPoolDropsLargeSets checks the memory rule of doc.go: the map of a
+// phase that grew past the limit is not reused once the phase is sealed.
 func TestPoolDropsLargeSets(t *testing.T) {
 	cfg := Config{MaxSealedPhases: 1, MaxIdentities: 512} // limit = max(512/1, 256) = 512
 	tests := []struct {
@@ -267,12 +269,102 @@ func TestPoolDropsLargeSets(t *testing.T) {
 				_, _ = c.Add(1, []byte{byte(i), byte(i >> 8)})
 			}
 			c.Seal(1)
-			grown, _ := c.sealed.Peek(1)
-			c.Seal(2) // evicts 1
-			got := slices.Contains(c.pool.free, grown)
-			if got != tt.reused {
-				t.Errorf("set with %d ids reused = %v, want %v", tt.ids, got, tt.reused)
+			if got := len(c.pool.free) == 1; got != tt.reused {
+				t.Errorf("map with %d ids reused = %v, want %v", tt.ids, got, tt.reused)
 			}
 		})
 	}
+}
+
+// TestSealedPhaseKeepsItsIdentities checks that sealing compacts a phase
+// (its map goes back to the pool) without forgetting anything: identities
+// of before the seal and late ones added after it are all recognised, and
+// the identity count stays exact through the seal and the eviction.
+func TestSealedPhaseKeepsItsIdentities(t *testing.T) {
+	c := newCache(t, Config{MaxSealedPhases: 1, MaxIdentities: 1 << 10})
+	steps := []struct {
+		name  string
+		phase uint64
+		id    string
+		dup   bool
+		ids   int
+	}{
+		{"new in the open phase", 1, "a", false, 1},
+		{"another", 1, "b", false, 2},
+		{"retry while open", 1, "a", true, 2},
+		{"seal", 1, "", false, 2},
+		{"retry of an identity of before the seal", 1, "b", true, 2},
+		{"a late record", 1, "c", false, 3},
+		{"retry of the late record", 1, "c", true, 3},
+		{"same identity in the next phase is new", 2, "a", false, 4},
+		{"seal of the next phase evicts the first", 2, "", false, 1},
+		{"the evicted phase is unknown again", 1, "a", false, 2},
+	}
+	for _, st := range steps {
+		if st.id == "" {
+			c.Seal(st.phase)
+		} else if dup, err := c.Add(st.phase, []byte(st.id)); dup != st.dup || err != nil {
+			t.Fatalf("%s: Add(%d, %q) = %v, %v; want %v, nil", st.name, st.phase, st.id, dup, err, st.dup)
+		}
+		if got := c.Stats().Identities; got != st.ids {
+			t.Fatalf("%s: %d identities, want %d", st.name, got, st.ids)
+		}
+	}
+	if st := c.Stats(); st.Evictions != 1 || st.EvictedIdentities != 3 {
+		t.Errorf("Stats() = %+v, want 1 eviction of 3 identities", st)
+	}
+}
+
+// TestSortedLookup checks the sealed phase's lookup: sortByA orders by a,
+// and has finds a key among others sharing its a (a 64-bit collision) and
+// refuses one whose a is there with another b.
+func TestSortedLookup(t *testing.T) {
+	keys := []key{{a: 5, b: 1}, {a: 1 << 60, b: 7}, {a: 5, b: 9}, {a: 0, b: 0}, {a: 300, b: 2}, {a: 5, b: 3}, {a: ^uint64(0), b: 4}}
+	sorted := append([]key(nil), keys...)
+	sortByA(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i-1].a > sorted[i].a {
+			t.Fatalf("not sorted by a: %v", sorted)
+		}
+	}
+	tests := []struct {
+		name string
+		k    key
+		want bool
+	}{
+		{"the first of three with a=5", key{5, 1}, true},
+		{"the last of three with a=5", key{5, 3}, true},
+		{"a=5 with another b", key{5, 2}, false},
+		{"the smallest", key{0, 0}, true},
+		{"the largest", key{^uint64(0), 4}, true},
+		{"below all but the smallest", key{1, 0}, false},
+		{"above all", key{^uint64(0), 5}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := has(sorted, tt.k); got != tt.want {
+				t.Errorf("has(%v) = %v, want %v (sorted %v)", tt.k, got, tt.want, sorted)
+			}
+		})
+	}
+	t.Run("10,000 hashed keys", func(t *testing.T) {
+		h := newHasher()
+		keys := make([]key, 10_000)
+		for i := range keys {
+			keys[i] = h.key([]byte(strconv.Itoa(i)))
+		}
+		sorted := append([]key(nil), keys...)
+		sortByA(sorted)
+		if !slices.IsSortedFunc(sorted, func(x, y key) int { return cmp.Compare(x.a, y.a) }) {
+			t.Fatal("not sorted by a")
+		}
+		for _, k := range keys {
+			if !has(sorted, k) {
+				t.Fatalf("%v lost by the sort", k)
+			}
+			if has(sorted, key{k.a, k.b + 1}) {
+				t.Fatalf("%v found with another b", k)
+			}
+		}
+	})
 }

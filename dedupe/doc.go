@@ -54,10 +54,15 @@
 //
 // # Memory
 //
-// Sets of evicted phases are cleared and reused for new phases, so a steady
-// stream of phases allocates nothing per Add (Seal allocates one LRU entry).
-// Go maps never shrink, so a set that once held more than
-// max(MaxIdentities/MaxSealedPhases, 256) keys is left to the garbage
-// collector instead of reused; memory held is thus about the identities held
-// plus that limit for each phase held.
+// An open phase's identities are in a Go map. Its Seal moves them into a
+// sorted slice (16 bytes an identity, against about 26 in the map; the
+// sealed phases, kept only to recognise late retries, hold most of the
+// identities) and gives the map back for the next open phase; a late record
+// of a sealed phase goes into a small map beside the slice. A steady stream
+// of phases thus allocates nothing per Add and five times per phase (its
+// set, its sorted slice and the sort's two scratch slices, its LRU entry). Go maps never shrink, so a map that
+// once held more than max(MaxIdentities/MaxSealedPhases, 256) keys is left
+// to the garbage collector instead of reused; memory held is thus about 16
+// bytes per sealed identity, 26 per open one, plus that limit for each
+// reused map (at most eight).
 package dedupe
