@@ -99,6 +99,7 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 	if err != nil {
 		stopConsumer()
 		wg.Wait()
+		stable.wait()
 		res.Err = err
 		return res
 	}
@@ -135,6 +136,7 @@ func (r *runner) paced(ctx context.Context, name string, size int, phase time.Du
 	}
 	stopConsumer()
 	wg.Wait()
+	stable.wait()
 	if err := <-consumerErr; err != nil {
 		res.Err = err
 		return res

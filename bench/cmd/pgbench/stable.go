@@ -22,6 +22,7 @@ import (
 type stableWatch struct {
 	mu    sync.Mutex
 	steps map[int32][]stableStep // per partition, ascending in time and offset
+	done  chan struct{}          // closed when the poller has stopped
 }
 
 // stableStep is one poll that found a partition's LSO higher than before.
@@ -34,15 +35,17 @@ type stableStep struct {
 // visibility times (each is late by at most this plus one round trip).
 const stablePollEvery = 5 * time.Millisecond
 
-// watchStable polls topic's LSOs until ctx ends.
+// watchStable polls topic's LSOs until ctx ends; wait returns once it has
+// stopped.
 func watchStable(ctx context.Context, brokers []string, topic string) (*stableWatch, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return nil, err
 	}
-	w := &stableWatch{steps: map[int32][]stableStep{}}
+	w := &stableWatch{steps: map[int32][]stableStep{}, done: make(chan struct{})}
 	adm := kadm.NewClient(cl)
 	go func() {
+		defer close(w.done)
 		defer cl.Close()
 		tick := time.NewTicker(stablePollEvery)
 		defer tick.Stop()
@@ -65,6 +68,8 @@ func watchStable(ctx context.Context, brokers []string, topic string) (*stableWa
 	}()
 	return w, nil
 }
+
+func (w *stableWatch) wait() { <-w.done }
 
 func (w *stableWatch) observe(part int32, lso int64, at time.Time) {
 	w.mu.Lock()
