@@ -83,6 +83,10 @@ type Pipeline struct {
 	lastSeal   time.Time
 	// peakBuffered is the most bytes buffered at once since the start.
 	peakBuffered int64
+	// stepped is when step last ran; unstepped weighs the records handled
+	// since (as the buffer weighs them).
+	stepped   time.Time
+	unstepped int64
 	limiter      logLimiter
 	transitions  transitions
 
@@ -247,8 +251,12 @@ func (p *Pipeline) consume(ctx context.Context) error {
 func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error {
 	tick := time.NewTicker(p.cfg.Tick)
 	defer tick.Stop()
+	later := time.NewTimer(time.Hour) // a Step put off (stepGap)
+	later.Stop()
+	defer later.Stop()
 	for {
 		in, hot := p.lanes()
+		soon := false // a Step may wait for the gap
 		select {
 		case <-ctx.Done():
 			return nil
@@ -257,9 +265,11 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 		case d := <-hot:
 			p.handle(d)
 			p.drainIn()
+			soon = true
 		case d := <-in:
 			p.handle(d)
 			p.drainIn()
+			soon = true
 		case r := <-p.setups:
 			p.whenIdle(func() { p.setup(r) })
 		case r := <-p.ends:
@@ -272,11 +282,28 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 			p.lag(r)
 		case r := <-p.reports:
 			p.applyReport(r)
+			soon = true
+		case <-later.C:
 		case <-tick.C:
 		}
+		if wait := stepGap - time.Since(p.stepped); soon && wait > 0 && p.unstepped < p.cfg.Watermarks.MaxBufferBytes/64 {
+			later.Reset(wait)
+			continue
+		}
+		later.Stop()
+		p.stepped, p.unstepped = time.Now(), 0
 		p.step()
 	}
 }
+
+// stepGap is the least time between two Steps that records or watermark
+// reports bring about: a Step costs O(partitions), and the loop, faster
+// than the claims, took the records 4.5 at a time at 512 partitions, and
+// each report it reads back (one per owned task) alone: 111,000 Steps for
+// 500,000 records. A Step put off runs once the gap has passed, or as soon
+// as the records handled since weigh a 64th of PHASEGATE_MAX_BUFFER_BYTES,
+// so seals and pauses come at most that late.
+const stepGap = time.Millisecond
 
 // inCapacity bounds the records between the claims and the loop, on each
 // of in and hot: with the gates of paused partitions closed, at most this

@@ -370,6 +370,7 @@ func (p *Pipeline) handle(d delivery) {
 	if g == nil || d.gen != g.id {
 		return // a record of a session that has ended
 	}
+	p.unstepped += d.size + align.RecordOverhead
 	msg := d.msg
 	r := &align.Record[*sarama.ConsumerMessage]{
 		Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, TimestampMs: msg.Timestamp.UnixMilli(),
