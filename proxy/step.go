@@ -7,7 +7,8 @@ import (
 	"github.com/phasegate/phasegate/align"
 )
 
-// step runs after each batch of records and on every tick: the session
+// step runs after every event of the loop, those of records and watermark
+// reports at most once per stepGap, and on every tick: the session
 // decides (seals, pauses, idleness); the pipeline commits the Batch,
 // applies the pauses to the consumers and turns each transition into its
 // metric and log line, then publishes the status. The Batch goes to the
