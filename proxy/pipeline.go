@@ -85,10 +85,10 @@ type Pipeline struct {
 	peakBuffered int64
 	// stepped is when step last ran; unstepped weighs the records handled
 	// since (as the buffer weighs them).
-	stepped   time.Time
-	unstepped int64
-	limiter      logLimiter
-	transitions  transitions
+	stepped     time.Time
+	unstepped   int64
+	limiter     logLimiter
+	transitions transitions
 
 	// closers run last in Run, after the group and the producer.
 	closers []func() error
