@@ -83,9 +83,8 @@ type Pipeline struct {
 	lastSeal   time.Time
 	// peakBuffered is the most bytes buffered at once since the start.
 	peakBuffered int64
-	// stepped is when step last ran; unstepped weighs the records handled
-	// since (as the buffer weighs them).
-	stepped     time.Time
+	// unstepped weighs the records handled since step last ran (as the
+	// buffer weighs them).
 	unstepped   int64
 	limiter     logLimiter
 	transitions transitions
@@ -254,6 +253,7 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 	later := time.NewTimer(time.Hour) // a Step put off (stepGap)
 	later.Stop()
 	defer later.Stop()
+	var stepped time.Time // when step last ran
 	for {
 		in, hot := p.lanes()
 		soon := false // a Step may wait for the gap
@@ -286,12 +286,12 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 		case <-later.C:
 		case <-tick.C:
 		}
-		if wait := stepGap - time.Since(p.stepped); soon && wait > 0 && p.unstepped < p.cfg.Watermarks.MaxBufferBytes/64 {
+		if wait := stepGap - time.Since(stepped); soon && wait > 0 && !p.stepDue() {
 			later.Reset(wait)
 			continue
 		}
 		later.Stop()
-		p.stepped, p.unstepped = time.Now(), 0
+		stepped, p.unstepped = time.Now(), 0
 		p.step()
 	}
 }
@@ -305,6 +305,13 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 // so seals and pauses come at most that late.
 const stepGap = time.Millisecond
 
+// stepDue reports whether the records handled since the last Step weigh a
+// 64th of PHASEGATE_MAX_BUFFER_BYTES: the most that seals and pause
+// decisions may wait for (the loop steps at once, drainIn stops).
+func (p *Pipeline) stepDue() bool {
+	return p.unstepped >= p.cfg.Watermarks.MaxBufferBytes/64
+}
+
 // inCapacity bounds the records between the claims and the loop, on each
 // of in and hot: with the gates of paused partitions closed, at most this
 // many records of a paused partition can still reach the buffer.
@@ -316,11 +323,11 @@ const batch = 256
 
 // drainIn handles the records already waiting, up to a batch, those of the
 // partitions holding the watermark first, so Step runs once per batch
-// rather than once per record. It stops early when the buffer crosses half
-// its bound, so the pause decision is not late by a whole batch.
+// rather than once per record. It stops early once a Step is due
+// (stepDue), so no pause decision is late by more than that.
 func (p *Pipeline) drainIn() {
 	for range batch {
-		if g := p.gen; g != nil && g.s.BufferedBytes() >= p.cfg.Watermarks.MaxBufferBytes/2 {
+		if p.stepDue() {
 			return
 		}
 		in, hot := p.lanes()

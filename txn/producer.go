@@ -46,11 +46,6 @@ type Records struct {
 	At func(i int) *sarama.ProducerMessage
 }
 
-// Slice is Records over messages built beforehand.
-func Slice(ms []*sarama.ProducerMessage) Records {
-	return Records{Len: len(ms), At: func(i int) *sarama.ProducerMessage { return ms[i] }}
-}
-
 // Failure is returned by Commit when a transaction did not commit and the
 // producer was repaired: Recreated tells whether a new producer replaced the
 // old one. Nothing of the batch is visible to read_committed readers; the

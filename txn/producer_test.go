@@ -56,7 +56,7 @@ func batch(n int) txn.Batch {
 	for i := range ms {
 		ms[i] = &sarama.ProducerMessage{Topic: "out", Partition: int32(i % 2), Value: sarama.StringEncoder("v")}
 	}
-	return txn.Batch{Records: txn.Slice(ms)}
+	return txn.Batch{Records: txn.Records{Len: n, At: func(i int) *sarama.ProducerMessage { return ms[i] }}}
 }
 
 // outTopic starts an in-process broker with the topic "out" of 2
