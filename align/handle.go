@@ -68,6 +68,12 @@ type Outcome struct {
 	// DedupeFull is true when the record took the dedupe cache over its
 	// identity bound (the identity is still recorded).
 	DedupeFull bool
+	// Passed is true when the record took its partition past the
+	// session's watermark phase: the partition no longer holds it (the
+	// HoldChange the next Step would report; it does not report it again),
+	// so the caller can stop taking its records first at once rather than
+	// at the next Step.
+	Passed bool
 }
 
 // Handle is the per-record path: classify, deduplicate, track, buffer.
@@ -78,6 +84,15 @@ func (s *Session[M]) Handle(r *Record[M]) Outcome {
 	if ps == nil {
 		return Outcome{Kind: Ignored}
 	}
+	out := s.handle(ps, r)
+	if ps.holds && s.tracker.Low(ps.p) != s.tracker.Local().Phase {
+		ps.holds, out.Passed = false, true
+	}
+	return out
+}
+
+// handle is Handle for a partition of the session.
+func (s *Session[M]) handle(ps *part, r *Record[M]) Outcome {
 	ps.next = r.Offset + 1
 	replay := r.Offset < ps.replayBelow
 	if ps.replaying && ps.next >= ps.replayBelow {

@@ -213,7 +213,7 @@ func TestPhaseLife(t *testing.T) {
 			},
 		},
 		{
-			name:   "Step reports the partitions that begin and stop holding the watermark back, once per change; an idle partition holds nothing",
+			name:   "Step reports the partitions that begin and stop holding the watermark back, once per change, and Handle the record that takes a holder past it; an idle partition holds nothing",
 			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
 			run: func(t *testing.T, h *harness) {
 				h.feed(in{topic: "a", ms: 10})
@@ -221,10 +221,14 @@ func TestPhaseLife(t *testing.T) {
 				h.feed(in{topic: "b", ms: 120})
 				wantHolds(t, h.step(), "b/0 holds")
 				wantHolds(t, h.step())
-				h.feed(in{topic: "b", ms: 900}) // b passes a
-				wantHolds(t, h.step(), "a/0 holds", "b/0 released")
-				h.feed(in{topic: "a", ms: 900}) // level: both hold the lowest phase
-				wantHolds(t, h.step(), "b/0 holds")
+				wantPassed(t, h.feed(in{topic: "b", ms: 150}), false) // still in b's phase
+				wantPassed(t, h.feed(in{topic: "a", ms: 500}), false) // a holds nothing
+				wantPassed(t, h.feed(in{topic: "b", ms: 900}), true)  // b passes a
+				wantPassed(t, h.feed(in{topic: "b", ms: 950}), false) // once
+				wantHolds(t, h.step(), "a/0 holds")                   // b's release came with its record
+				// Level: a passes the phase it held, and both hold the next.
+				wantPassed(t, h.feed(in{topic: "a", ms: 900}), true)
+				wantHolds(t, h.step(), "a/0 holds", "b/0 holds")
 				h.caughtUp()
 				h.clk.add(1100 * time.Millisecond)
 				h.feed(in{topic: "a", ms: 905}) // a stays live in the same phase; b goes idle
@@ -453,6 +457,14 @@ func TestPhaseLife(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness(t, c.topics, c.out, c.opts...))
 		})
+	}
+}
+
+// wantPassed checks an Outcome's Passed.
+func wantPassed(t *testing.T, out Outcome, want bool) {
+	t.Helper()
+	if out.Passed != want {
+		t.Errorf("Passed = %v, want %v (%+v)", out.Passed, want, out)
 	}
 }
 

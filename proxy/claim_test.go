@@ -70,7 +70,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 				t.Fatalf("timed out at offset %d of %d", next, n)
 			}
 		}
-		d.gate.pending.Add(-1)
+		d.gate.taken()
 		if d.msg.Offset != next {
 			t.Fatalf("offset %d arrived when %d was next: a record overtook an earlier one of its partition", d.msg.Offset, next)
 		}
@@ -86,5 +86,91 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 	}
 	if group.pauses == 0 || group.resumes == 0 {
 		t.Errorf("fetches paused %d and resumed %d times with %d KiB queued (limit %d KiB): want both", group.pauses, group.resumes, n, 2*fetchBytes(0)>>10)
+	}
+}
+
+// A partition that stops holding the watermark sends nothing more on hot
+// than what was on its way (at most one record past those waiting there),
+// and one that begins holding while records of it wait on in counts in
+// Pipeline.toHot until the loop has taken the last of them: the loop takes
+// in for it even while in is held (held).
+func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
+	const n = 200
+	tp := align.TP{Topic: "a", Partition: 0}
+	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gt := newGate()
+	gt.setHot(true)
+	h := &handler{p: p}
+	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
+	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, n)}
+	for off := range int64(n) {
+		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.ConsumeClaim(nil, claim) }()
+	next := int64(0)
+	take := func(lane chan delivery) bool {
+		t.Helper()
+		select {
+		case d := <-lane:
+			d.gate.taken()
+			if d.msg.Offset != next {
+				t.Fatalf("offset %d arrived when %d was next", d.msg.Offset, next)
+			}
+			next++
+			return true
+		case <-time.After(200 * time.Millisecond):
+			return false
+		}
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+
+	eventually("the hot channel to fill", func() bool { return len(p.hot) == inCapacity })
+	for range 10 {
+		take(p.hot)
+	}
+	gt.setHot(false) // it passed the watermark
+	onWay := int64(gt.pending.Load())
+	fromHot := int64(0)
+	for take(p.hot) {
+		fromHot++
+	}
+	if fromHot > onWay+1 {
+		t.Errorf("%d records came on hot after the partition stopped holding, with %d on their way", fromHot, onWay)
+	}
+	if p.toHot.Load() != 0 {
+		t.Errorf("toHot = %d while the partition does not hold", p.toHot.Load())
+	}
+
+	eventually("the in channel to fill", func() bool { return len(p.in) == inCapacity })
+	gt.setHot(true) // it holds again: the records on in go first
+	eventually("toHot", func() bool { return p.toHot.Load() == 1 })
+	if len(p.hot) != 0 {
+		t.Fatalf("%d records on hot while earlier ones wait on in", len(p.hot))
+	}
+	for len(p.in) > 0 {
+		if p.toHot.Load() != 1 {
+			t.Fatalf("toHot = %d with %d records of the partition still on in", p.toHot.Load(), len(p.in))
+		}
+		take(p.in)
+	}
+	eventually("toHot back to 0 once in is empty", func() bool { return p.toHot.Load() == 0 })
+	for next < n {
+		if !take(p.hot) {
+			t.Fatalf("offset %d did not come on hot", next)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

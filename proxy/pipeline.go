@@ -63,6 +63,9 @@ type Pipeline struct {
 
 	status   atomic.Pointer[Status]
 	stopping atomic.Bool
+	// toHot counts the claims of partitions holding the watermark whose
+	// records still wait on in (ConsumeClaim): lanes takes in for them.
+	toHot    atomic.Int32
 	assigned atomic.Pointer[[]align.TP] // read by the lag poller
 
 	// The fields below are owned by the loop goroutine.
@@ -356,23 +359,50 @@ func (p *Pipeline) drainIn() {
 const batchBytes = 16 << 20
 
 // lanes returns the channels the loop takes records from now; a nil one
-// is held. While a transaction is in flight, the in lane is held once the
-// sealed phases waiting for the next hold half the memory bound, and the
-// hot lane (the partitions holding the watermark, which the tracker never
-// pauses and the next seals wait for) only once the buffer holds the
-// whole bound: holding it at half starved the holders for as long as a
-// commit took, and not holding it at all would be unbounded once every
-// partition has caught up (then every one holds the watermark).
+// is held (held).
 func (p *Pipeline) lanes() (in, hot <-chan delivery) {
-	g, bound := p.gen, p.cfg.Watermarks.MaxBufferBytes
-	switch {
-	case !p.inflight || g == nil:
-	case g.s.BufferedBytes() >= bound:
-		return nil, nil
-	case g.s.Waiting() >= bound/2:
-		return nil, p.hot
+	g := p.gen
+	if g == nil {
+		return p.in, p.hot
 	}
-	return p.in, p.hot
+	holdIn, holdHot := held(p.inflight, g.s.BufferedBytes(), g.s.Waiting(), p.cfg.Watermarks.MaxBufferBytes, p.toHot.Load() > 0)
+	if !holdIn {
+		in = p.in
+	}
+	if !holdHot {
+		hot = p.hot
+	}
+	return in, hot
+}
+
+// held decides which channels the loop holds. Nothing is held while no
+// transaction step is in flight: what is buffered then goes into the
+// next. While one is:
+//
+//   - the in channel is held once the buffer holds the whole bound, or the
+//     sealed phases waiting for the next transaction half of it; the
+//     tracker pauses the partitions running ahead, and what they sent
+//     before their pause waits on the channel. It is taken still while a
+//     partition that began holding the watermark has records on it
+//     (toHot): they come before its next ones on hot;
+//   - the hot channel (the partitions holding the watermark, which the
+//     tracker never pauses and the next seal waits for) is held only
+//     once the buffer holds the whole bound and a sealed phase waits for
+//     the transaction after the one in flight. Until then the holders are
+//     read: holding them too starved them for whole transaction steps at
+//     the bound (e2e P1: 2.1 s), and a streamed phase that could not seal
+//     fell back. Each holder leaves the hot channel with the record that
+//     takes it past the watermark (align Outcome.Passed), so past the
+//     bound the buffer gains the holders' records of one phase, and not
+//     at all once it is sealed.
+func held(inflight bool, buffered, waiting, bound int64, toHot bool) (holdIn, holdHot bool) {
+	if !inflight {
+		return false, false
+	}
+	full := buffered >= bound
+	holdHot = full && waiting > 0
+	holdIn = holdHot || (full || 2*waiting >= bound) && !toHot
+	return holdIn, holdHot
 }
 
 // drain answers session requests and drops records until the consumer

@@ -47,6 +47,32 @@ type gate struct {
 	// claim's queue length.
 	pending atomic.Int32
 	queued  atomic.Int32
+	// switching is set while the claim waits for its records on one
+	// channel to be taken before it sends on the other (switchable); the
+	// loop wakes it when it takes the last (handle).
+	switching atomic.Bool
+}
+
+// taken counts a record of the gate's partition as taken by the loop,
+// and wakes the claim when it waits for the last one (switchable).
+func (g *gate) taken() {
+	if g.pending.Add(-1) == 0 && g.switching.Load() {
+		g.poke()
+	}
+}
+
+// switchable reports whether the claim may send on the other channel now:
+// none of its records waits on the one it used. When some do, it marks the
+// gate so that the loop wakes the claim once it has taken the last.
+func (g *gate) switchable() bool {
+	if g.pending.Load() > 0 {
+		g.switching.Store(true)
+		if g.pending.Load() > 0 { // else the loop took the last meanwhile
+			return false
+		}
+	}
+	g.switching.Store(false)
+	return true
 }
 
 // delivering reports whether records of the partition are on their way
@@ -116,13 +142,16 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // holding the watermark included (e2e P1: a holder received nothing for
 // 10 s while 511 claims competed for the loop). The queue goes to the loop
 // in order while the gate is open, on the hot channel while the partition
-// holds the watermark (it changes channel only when none of its records is
-// still in the other: gate.pending). The fetches stop while the gate is
-// closed or the queue holds two fetches' worth (fetchBytes), and start
-// again below one: what was in flight still arrives and is queued. A
-// smaller bound costs throughput: with every partition of a broker paused,
-// sarama sleeps 100 ms before it looks again (256 records per claim ran
-// make bench's 5 partitions at 0.6-0.8x).
+// holds the watermark. It sends on a channel only once none of its records
+// waits on the other (gate.switchable): a partition that stopped holding
+// sends nothing more on hot, and for one that began holding the loop
+// takes the in channel (Pipeline.toHot) until its last record there is
+// taken. The fetches stop while the gate is closed or the queue holds two
+// fetches' worth (fetchBytes), and start again below one: what was in
+// flight still arrives and is queued. A smaller bound costs throughput:
+// with every partition of a broker paused, sarama sleeps 100 ms before it
+// looks again (256 records per claim ran make bench's 5 partitions at
+// 0.6-0.8x).
 func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g := h.gen.Load()
 	tp := align.TP{Topic: claim.Topic(), Partition: claim.Partition()}
@@ -135,21 +164,39 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 	limit := fetchBytes(h.p.cfg.Watermarks.MaxBufferBytes)
 	fetching := true // the session starts with every partition resumed
 	lane := h.p.in
+	// toHot is this claim's share of Pipeline.toHot: its partition holds
+	// the watermark while records of it still wait on the in channel.
+	toHot := false
+	defer func() {
+		if toHot {
+			h.p.toHot.Add(-1)
+		}
+	}()
 	for {
 		closed := gate.closed.Load()
 		if want := !closed && (queued < limit || fetching && queued < 2*limit); want != fetching {
 			fetching = want
 			h.p.fetch(tp, want)
 		}
+		hot := gate.hot.Load()
+		want := h.p.in
+		if hot {
+			want = h.p.hot
+		}
+		if lane != want && gate.switchable() {
+			lane = want
+		}
+		if w := hot && lane != want; w != toHot {
+			toHot = w
+			if w {
+				h.p.toHot.Add(1)
+			} else {
+				h.p.toHot.Add(-1)
+			}
+		}
 		var out chan<- delivery // nil (never ready) unless queued records may go
 		var next delivery
-		if !closed && len(queue) > 0 {
-			if gate.pending.Load() == 0 {
-				lane = h.p.in
-				if gate.hot.Load() {
-					lane = h.p.hot
-				}
-			}
+		if !closed && len(queue) > 0 && lane == want {
 			out, next = lane, queue[0]
 		}
 		select {
@@ -365,7 +412,7 @@ func (p *Pipeline) end(r endReq) {
 // handle hands one record to the session and turns its outcome into
 // metrics and logs.
 func (p *Pipeline) handle(d delivery) {
-	d.gate.pending.Add(-1)
+	d.gate.taken()
 	g := p.gen
 	if g == nil || d.gen != g.id {
 		return // a record of a session that has ended
@@ -385,6 +432,9 @@ func (p *Pipeline) handle(d delivery) {
 		r.MetaErr = r.Meta.Check()
 	}
 	out := g.s.Handle(r)
+	if out.Passed {
+		d.gate.setHot(false) // its next records wait their turn (lanes)
+	}
 	if out.Kind == align.Ignored {
 		return
 	}
