@@ -43,7 +43,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 	const n = 3000
 	tp := align.TP{Topic: "a", Partition: 0}
 	group := &pauseCounter{}
-	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: group}}
+	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: group}, fetchSize: fetchBytes(0, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gt := newGate()
@@ -85,7 +85,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	if group.pauses == 0 || group.resumes == 0 {
-		t.Errorf("fetches paused %d and resumed %d times with %d KiB queued (limit %d KiB): want both", group.pauses, group.resumes, n, 2*fetchBytes(0)>>10)
+		t.Errorf("fetches paused %d and resumed %d times with %d KiB queued (limit %d KiB): want both", group.pauses, group.resumes, n, 2*p.fetchSize>>10)
 	}
 }
 
@@ -97,7 +97,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	const n = 200
 	tp := align.TP{Topic: "a", Partition: 0}
-	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}}
+	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gt := newGate()
@@ -172,5 +172,27 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fetchBytes shares the buffer bound out over the input partitions (the
+// claims queue up to twice it each), within 16 KiB..1 MiB.
+func TestFetchBytes(t *testing.T) {
+	for _, c := range []struct {
+		bound      int64
+		partitions int
+		want       int64
+	}{
+		{bound: 256 << 20, partitions: 5, want: 1 << 20},     // a 64th, capped
+		{bound: 16 << 20, partitions: 5, want: 256 << 10},    // a 64th
+		{bound: 256 << 20, partitions: 512, want: 256 << 10}, // 2 x 512 x 256 KiB = the bound
+		{bound: 256 << 20, partitions: 2048, want: 64 << 10}, // 2 x 2048 x 64 KiB = the bound
+		{bound: 8 << 20, partitions: 512, want: 16 << 10},    // e2e P1: the floor
+		{bound: 1 << 20, partitions: 1, want: 16 << 10},      // the floor
+		{bound: 1 << 40, partitions: 100_000, want: 1 << 20}, // the cap
+	} {
+		if got := fetchBytes(c.bound, c.partitions); got != c.want {
+			t.Errorf("fetchBytes(%d MiB, %d partitions) = %d KiB, want %d KiB", c.bound>>20, c.partitions, got>>10, c.want>>10)
+		}
 	}
 }

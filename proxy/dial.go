@@ -51,10 +51,9 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 
 // ConsumerConfig is the consumer group's configuration: read_committed,
 // manual offsets (committed only by transactions), static membership when
-// instanceID is set, and fetches sized so that what a paused partition
-// still has in flight stays small next to the buffer bound. Dial adds the
-// task assignment strategy once it knows the layout.
-func (k Kafka) ConsumerConfig(maxBufferBytes int64, instanceID string) *sarama.Config {
+// instanceID is set. Dial sizes the fetches (fetchBytes) and adds the task
+// assignment strategy once it knows the layout.
+func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 	c := k.Base()
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Offsets.AutoCommit.Enable = false
@@ -63,15 +62,18 @@ func (k Kafka) ConsumerConfig(maxBufferBytes int64, instanceID string) *sarama.C
 	c.Consumer.Group.Session.Timeout = k.SessionTimeout
 	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
 	c.Consumer.Group.InstanceId = instanceID
-	c.Consumer.Fetch.Default = int32(fetchBytes(maxBufferBytes))
 	c.Consumer.MaxProcessingTime = time.Second
 	return c
 }
 
-// fetchBytes is what one fetch asks of a partition: a 64th of the buffer
-// bound, within 64 KiB..1 MiB. A claim queues up to twice it (ConsumeClaim).
-func fetchBytes(maxBufferBytes int64) int64 {
-	return min(max(maxBufferBytes/64, 64<<10), 1<<20)
+// fetchBytes is what one fetch asks of a partition: the buffer bound
+// shared out so that the claims of every input partition, each queuing up
+// to twice it (ConsumeClaim), hold no more than the bound between them,
+// and at most a 64th of it; within 16 KiB..1 MiB. With a fixed 64th, 512
+// partitions at an 8 MiB bound (e2e P1) fetched 64 MiB in their first
+// round, the whole backlog, and read nothing until all of it had come.
+func fetchBytes(maxBufferBytes int64, partitions int) int64 {
+	return min(max(maxBufferBytes/max(64, 2*int64(partitions)), 16<<10), 1<<20)
 }
 
 // Dial connects a pipeline. The transactional producer comes first: its
@@ -97,7 +99,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 			_ = closers[i]()
 		}
 	}
-	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(cfg.Watermarks.MaxBufferBytes, cfg.InstanceID))
+	client, err := sarama.NewClient(k.Brokers, k.ConsumerConfig(cfg.InstanceID))
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("connect consumer: %w", err)
@@ -120,6 +122,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	}
 	strategy := tasks.NewStrategy(layout)
 	client.Config().Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
+	client.Config().Consumer.Fetch.Default = int32(fetchBytes(cfg.Watermarks.MaxBufferBytes, layout.InputPartitions()))
 	reports, err := dialReports(k, cfg, client, admin)
 	if err != nil {
 		closeAll()

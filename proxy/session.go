@@ -161,7 +161,7 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 	}
 	var queue []delivery // sized once here; handle takes the size along
 	var queued int64     // the queue's bytes
-	limit := fetchBytes(h.p.cfg.Watermarks.MaxBufferBytes)
+	limit := h.p.fetchSize
 	fetching := true // the session starts with every partition resumed
 	lane := h.p.in
 	// toHot is this claim's share of Pipeline.toHot: its partition holds

@@ -145,6 +145,15 @@ func (l *Layout) fingerprint() uint64 {
 // Len is the number of tasks.
 func (l *Layout) Len() int { return int(l.n) }
 
+// InputPartitions is the number of input partitions, over all topics.
+func (l *Layout) InputPartitions() int {
+	n := 0
+	for _, parts := range l.inputs {
+		n += int(parts)
+	}
+	return n
+}
+
 // Topology returns the topology the layout was built from.
 func (l *Layout) Topology() Topology {
 	t := l.topo

@@ -54,6 +54,9 @@ func TestLayout(t *testing.T) {
 			if l.Len() != tt.tasks {
 				t.Fatalf("Len = %d, want %d", l.Len(), tt.tasks)
 			}
+			if got := l.InputPartitions(); got != 11 { // a 7, b 3, c 1 in every row
+				t.Errorf("InputPartitions = %d, want 11", got)
+			}
 			for id, want := range tt.parts {
 				if got := l.Partitions(id); !reflect.DeepEqual(got, want) {
 					t.Errorf("Partitions(%d) = %v, want %v", id, got, want)
