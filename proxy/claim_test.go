@@ -91,9 +91,8 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 
 // A partition that stops holding the watermark sends nothing more on hot
 // than what was on its way (at most one record past those waiting there),
-// and one that begins holding while records of it wait on in counts in
-// Pipeline.toHot until the loop has taken the last of them: the loop takes
-// in for it even while in is held (held).
+// and one that begins holding while records of it wait on in sends on hot
+// only once the loop has taken the last of them.
 func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	const n = 200
 	tp := align.TP{Topic: "a", Partition: 0}
@@ -147,23 +146,16 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	if fromHot > onWay+1 {
 		t.Errorf("%d records came on hot after the partition stopped holding, with %d on their way", fromHot, onWay)
 	}
-	if p.toHot.Load() != 0 {
-		t.Errorf("toHot = %d while the partition does not hold", p.toHot.Load())
-	}
 
 	eventually("the in channel to fill", func() bool { return len(p.in) == inCapacity })
 	gt.setHot(true) // it holds again: the records on in go first
-	eventually("toHot", func() bool { return p.toHot.Load() == 1 })
+	time.Sleep(20 * time.Millisecond)
 	if len(p.hot) != 0 {
 		t.Fatalf("%d records on hot while earlier ones wait on in", len(p.hot))
 	}
 	for len(p.in) > 0 {
-		if p.toHot.Load() != 1 {
-			t.Fatalf("toHot = %d with %d records of the partition still on in", p.toHot.Load(), len(p.in))
-		}
 		take(p.in)
 	}
-	eventually("toHot back to 0 once in is empty", func() bool { return p.toHot.Load() == 0 })
 	for next < n {
 		if !take(p.hot) {
 			t.Fatalf("offset %d did not come on hot", next)

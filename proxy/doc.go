@@ -34,10 +34,13 @@
 //     on the others. sarama's fetcher for a broker sends its next fetch
 //     only once every partition of the last response has been taken, so a
 //     claim never waits on the loop: it queues what sarama delivers and
-//     bounds its queue by pausing its own partition's fetches (fetchBytes),
-//     and the loop takes the hot channel (the holders' records, align
-//     Step.Holds) before in. A partition's records change channel only
-//     when none is left in the other, so they arrive in offset order.
+//     bounds its queue by pausing its own partition's fetches (fetchBytes,
+//     the bound shared out over the partitions), and the loop takes the
+//     hot channel (the holders' records, align Step.Holds) before in, and
+//     goes on taking it at the bound until a sealed phase waits (held). A
+//     holder leaves hot with the record that passes the watermark (align
+//     Outcome.Passed). A claim sends on a channel only when none of its
+//     records is left in the other, so they arrive in offset order.
 //   - One way to rebuild state: a failed transaction that the producer
 //     survived (txn.Failure) and every rebalance drop the generation; the
 //     next session starts from the committed offsets and their metadata

@@ -4,15 +4,13 @@ import "testing"
 
 // held, one row per rule: nothing is held without a step in flight; at the
 // bound the holders are still read until a sealed phase waits for the
-// next transaction; in is held at the bound or at half of it waiting,
-// except for a partition that began holding with records on it.
+// next transaction; in is held at the bound or at half of it waiting.
 func TestHeld(t *testing.T) {
 	const bound = 1 << 20
 	for _, c := range []struct {
 		name              string
 		inflight          bool
 		buffered, waiting int64
-		toHot             bool
 		holdIn, holdHot   bool
 	}{
 		{name: "no step in flight, over the bound", buffered: 2 * bound, waiting: bound},
@@ -20,11 +18,9 @@ func TestHeld(t *testing.T) {
 		{name: "in flight, half the bound waiting", inflight: true, buffered: bound - 1, waiting: bound / 2, holdIn: true},
 		{name: "in flight, at the bound, nothing sealed waiting: holders read", inflight: true, buffered: bound, holdIn: true},
 		{name: "in flight, at the bound, a sealed phase waiting: both held", inflight: true, buffered: bound, waiting: 1, holdIn: true, holdHot: true},
-		{name: "in flight, at the bound, a new holder's records on in", inflight: true, buffered: bound, toHot: true},
-		{name: "in flight, half waiting, a new holder's records on in", inflight: true, buffered: bound - 1, waiting: bound / 2, toHot: true},
-		{name: "in flight, both held: a new holder waits too", inflight: true, buffered: bound, waiting: 1, toHot: true, holdIn: true, holdHot: true},
+		{name: "in flight, over the bound, a sealed phase waiting", inflight: true, buffered: 2 * bound, waiting: bound, holdIn: true, holdHot: true},
 	} {
-		holdIn, holdHot := held(c.inflight, c.buffered, c.waiting, bound, c.toHot)
+		holdIn, holdHot := held(c.inflight, c.buffered, c.waiting, bound)
 		if holdIn != c.holdIn || holdHot != c.holdHot {
 			t.Errorf("%s: held = in %v, hot %v; want %v, %v", c.name, holdIn, holdHot, c.holdIn, c.holdHot)
 		}

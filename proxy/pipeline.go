@@ -66,9 +66,6 @@ type Pipeline struct {
 
 	status   atomic.Pointer[Status]
 	stopping atomic.Bool
-	// toHot counts the claims of partitions holding the watermark whose
-	// records still wait on in (ConsumeClaim): lanes takes in for them.
-	toHot    atomic.Int32
 	assigned atomic.Pointer[[]align.TP] // read by the lag poller
 
 	// The fields below are owned by the loop goroutine.
@@ -369,7 +366,7 @@ func (p *Pipeline) lanes() (in, hot <-chan delivery) {
 	if g == nil {
 		return p.in, p.hot
 	}
-	holdIn, holdHot := held(p.inflight, g.s.BufferedBytes(), g.s.Waiting(), p.cfg.Watermarks.MaxBufferBytes, p.toHot.Load() > 0)
+	holdIn, holdHot := held(p.inflight, g.s.BufferedBytes(), g.s.Waiting(), p.cfg.Watermarks.MaxBufferBytes)
 	if !holdIn {
 		in = p.in
 	}
@@ -386,9 +383,9 @@ func (p *Pipeline) lanes() (in, hot <-chan delivery) {
 //   - the in channel is held once the buffer holds the whole bound, or the
 //     sealed phases waiting for the next transaction half of it; the
 //     tracker pauses the partitions running ahead, and what they sent
-//     before their pause waits on the channel. It is taken still while a
-//     partition that began holding the watermark has records on it
-//     (toHot): they come before its next ones on hot;
+//     before their pause waits on the channel (a partition that begins
+//     holding while records of it wait there sends on hot after them:
+//     gate.switchable);
 //   - the hot channel (the partitions holding the watermark, which the
 //     tracker never pauses and the next seal waits for) is held only
 //     once the buffer holds the whole bound and a sealed phase waits for
@@ -399,14 +396,12 @@ func (p *Pipeline) lanes() (in, hot <-chan delivery) {
 //     takes it past the watermark (align Outcome.Passed), so past the
 //     bound the buffer gains the holders' records of one phase, and not
 //     at all once it is sealed.
-func held(inflight bool, buffered, waiting, bound int64, toHot bool) (holdIn, holdHot bool) {
+func held(inflight bool, buffered, waiting, bound int64) (holdIn, holdHot bool) {
 	if !inflight {
 		return false, false
 	}
 	full := buffered >= bound
-	holdHot = full && waiting > 0
-	holdIn = holdHot || (full || 2*waiting >= bound) && !toHot
-	return holdIn, holdHot
+	return full || 2*waiting >= bound, full && waiting > 0
 }
 
 // drain answers session requests and drops records until the consumer

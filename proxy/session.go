@@ -144,9 +144,7 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // in order while the gate is open, on the hot channel while the partition
 // holds the watermark. It sends on a channel only once none of its records
 // waits on the other (gate.switchable): a partition that stopped holding
-// sends nothing more on hot, and for one that began holding the loop
-// takes the in channel (Pipeline.toHot) until its last record there is
-// taken. The fetches stop while the gate is closed or the queue holds two
+// sends nothing more on hot. The fetches stop while the gate is closed or the queue holds two
 // fetches' worth (fetchBytes), and start again below one: what was in
 // flight still arrives and is queued. A smaller bound costs throughput:
 // with every partition of a broker paused, sarama sleeps 100 ms before it
@@ -164,14 +162,6 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 	limit := h.p.fetchSize
 	fetching := true // the session starts with every partition resumed
 	lane := h.p.in
-	// toHot is this claim's share of Pipeline.toHot: its partition holds
-	// the watermark while records of it still wait on the in channel.
-	toHot := false
-	defer func() {
-		if toHot {
-			h.p.toHot.Add(-1)
-		}
-	}()
 	for {
 		closed := gate.closed.Load()
 		if want := !closed && (queued < limit || fetching && queued < 2*limit); want != fetching {
@@ -185,14 +175,6 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 		}
 		if lane != want && gate.switchable() {
 			lane = want
-		}
-		if w := hot && lane != want; w != toHot {
-			toHot = w
-			if w {
-				h.p.toHot.Add(1)
-			} else {
-				h.p.toHot.Add(-1)
-			}
 		}
 		var out chan<- delivery // nil (never ready) unless queued records may go
 		var next delivery
