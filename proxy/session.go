@@ -144,12 +144,12 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // in order while the gate is open, on the hot channel while the partition
 // holds the watermark. It sends on a channel only once none of its records
 // waits on the other (gate.switchable): a partition that stopped holding
-// sends nothing more on hot. The fetches stop while the gate is closed or the queue holds two
-// fetches' worth (fetchBytes), and start again below one: what was in
-// flight still arrives and is queued. A smaller bound costs throughput:
-// with every partition of a broker paused, sarama sleeps 100 ms before it
-// looks again (256 records per claim ran make bench's 5 partitions at
-// 0.6-0.8x).
+// sends nothing more on hot. The fetches stop while the gate is closed or
+// the queue holds two fetches' worth (fetchBytes), and start again below
+// one: what was in flight still arrives and is queued. A smaller bound
+// costs throughput: with every partition of a broker paused, sarama
+// sleeps 100 ms before it looks again (256 records per claim ran make
+// bench's 5 partitions at 0.6-0.8x).
 func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	g := h.gen.Load()
 	tp := align.TP{Topic: claim.Topic(), Partition: claim.Partition()}
@@ -168,9 +168,8 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 			fetching = want
 			h.p.fetch(tp, want)
 		}
-		hot := gate.hot.Load()
 		want := h.p.in
-		if hot {
+		if gate.hot.Load() {
 			want = h.p.hot
 		}
 		if lane != want && gate.switchable() {
