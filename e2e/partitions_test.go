@@ -48,12 +48,14 @@ const (
 //     lists a committed phase (polled every 50 ms; /phases is rebuilt at
 //     most every 200 ms, so the figure is late by up to 250 ms);
 //   - starvation: every 100 ms it reads /phases?partitions=all; a partition
-//     that holds the global watermark, has a known lag above zero and is
-//     not paused is "hungry"; its starvation is how long its position (the
-//     next offset the session expects) stayed the same while it was hungry
-//     in consecutive samples. The longest over the run is printed. The
-//     resolution is the same 100-300 ms; the lag is measured every second,
-//     so a partition that just caught up may count as hungry until then.
+//     that holds the global watermark, is not paused and has records left
+//     (its position, the next offset the session expects, is below the end
+//     offset the backlog left it: nothing is written after) is "hungry";
+//     its starvation is how long its position stayed the same while it was
+//     hungry in consecutive samples. The longest over the run is printed.
+//     The resolution is 100-300 ms. (Until 2026-12-06 "records left" was
+//     the sidecar's lag, measured every second, so a holder that had just
+//     caught up counted as hungry until the next measurement.)
 //
 // Then the usual check (internal/verify and the rest) and one line of
 // counts.
@@ -91,6 +93,12 @@ func TestP1ManyPartitions(t *testing.T) {
 	if err := pr.wait(sc.ctx); err != nil {
 		t.Fatalf("producing the backlog: %v", err)
 	}
+	listed, err := sc.adm.ListEndOffsets(sc.ctx, wide.orders, wide.payments)
+	if err != nil {
+		t.Fatalf("end offsets of the backlog: %v", err)
+	}
+	ends := map[string]int64{}
+	listed.Each(func(o kadm.ListedOffset) { ends[o.Topic+"/"+strconv.Itoa(int(o.Partition))] = o.Offset })
 	var env []string
 	for k, v := range sc.env {
 		env = append(env, k+"="+v)
@@ -98,7 +106,7 @@ func TestP1ManyPartitions(t *testing.T) {
 	sc.sup = newSupervisor(t, sc.dir, env)
 	in := sc.sup.start()
 
-	w := watchStarvation(sc.ctx, in)
+	w := watchStarvation(sc.ctx, in, ends)
 	var first time.Duration
 	sc.poll(2*time.Minute, "the first committed phase", func() bool {
 		st, err := in.phases(sc.ctx)
@@ -149,15 +157,14 @@ func widePlan(topo *topology, seed uint64) *plan {
 type wideRow struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Lag       int64  `json:"lag"`
-	LagKnown  bool   `json:"lag_known"`
 	Paused    bool   `json:"paused"`
 	Position  int64  `json:"position"`
 	Holds     bool   `json:"holds_watermark"`
 }
 
 // starvationWatch samples /phases?partitions=all (every partition's row)
-// in the background.
+// in the background; ends are the partitions' end offsets
+// ("topic/partition").
 type starvationWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -170,7 +177,7 @@ type starvationWatch struct {
 	hungry  int // samples with at least one hungry partition
 }
 
-func watchStarvation(ctx context.Context, in *instance) *starvationWatch {
+func watchStarvation(ctx context.Context, in *instance, ends map[string]int64) *starvationWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &starvationWatch{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -198,7 +205,7 @@ func watchStarvation(ctx context.Context, in *instance) *starvationWatch {
 			anyHungry := false
 			for _, r := range rows {
 				k := r.Topic + "/" + strconv.Itoa(int(r.Partition))
-				if !r.Holds || !r.LagKnown || r.Lag <= 0 || r.Paused {
+				if !r.Holds || r.Paused || r.Position >= ends[k] {
 					delete(hungry, k)
 					continue
 				}
