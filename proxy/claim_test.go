@@ -167,21 +167,22 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	}
 }
 
-// fetchBytes shares the buffer bound out over the input partitions (the
-// claims queue up to twice it each), within 16 KiB..1 MiB.
+// fetchBytes shares an 8th of the buffer bound out over the input
+// partitions (the claims queue up to twice it each), within 16 KiB..1 MiB.
 func TestFetchBytes(t *testing.T) {
 	for _, c := range []struct {
 		bound      int64
 		partitions int
 		want       int64
 	}{
-		{bound: 256 << 20, partitions: 5, want: 1 << 20},     // a 64th, capped
-		{bound: 16 << 20, partitions: 5, want: 256 << 10},    // a 64th
-		{bound: 256 << 20, partitions: 512, want: 256 << 10}, // 2 x 512 x 256 KiB = the bound
-		{bound: 256 << 20, partitions: 2048, want: 64 << 10}, // 2 x 2048 x 64 KiB = the bound
-		{bound: 8 << 20, partitions: 512, want: 16 << 10},    // e2e P1: the floor
-		{bound: 1 << 20, partitions: 1, want: 16 << 10},      // the floor
-		{bound: 1 << 40, partitions: 100_000, want: 1 << 20}, // the cap
+		{bound: 256 << 20, partitions: 5, want: 1 << 20},      // a 64th, capped
+		{bound: 16 << 20, partitions: 5, want: 16 << 20 / 80}, // an 8th over 5 partitions, 204.8 KiB
+		{bound: 16 << 20, partitions: 4, want: 256 << 10},     // a 64th
+		{bound: 256 << 20, partitions: 512, want: 32 << 10},   // 2 x 512 x 32 KiB = an 8th of the bound
+		{bound: 256 << 20, partitions: 2048, want: 16 << 10},  // the floor: 64 MiB
+		{bound: 8 << 20, partitions: 512, want: 16 << 10},     // e2e P1: the floor
+		{bound: 1 << 20, partitions: 1, want: 16 << 10},       // the floor
+		{bound: 1 << 40, partitions: 1000, want: 1 << 20},     // the cap
 	} {
 		if got := fetchBytes(c.bound, c.partitions); got != c.want {
 			t.Errorf("fetchBytes(%d MiB, %d partitions) = %d KiB, want %d KiB", c.bound>>20, c.partitions, got>>10, c.want>>10)

@@ -68,12 +68,16 @@ func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 
 // fetchBytes is what one fetch asks of a partition: the buffer bound
 // shared out so that the claims of every input partition, each queuing up
-// to twice it (ConsumeClaim), hold no more than the bound between them,
-// and at most a 64th of it; within 16 KiB..1 MiB. With a fixed 64th, 512
-// partitions at an 8 MiB bound (e2e P1) fetched 64 MiB in their first
-// round, the whole backlog, and read nothing until all of it had come.
+// to twice it (ConsumeClaim), hold an 8th of the bound between them, and
+// at most a 64th of it; within 16 KiB..1 MiB. What sarama fetched sits
+// outside the bound, above Go's soft memory limit (the bound + 48 MiB)
+// once it grows: with a fixed 64th, e2e P1 (512 partitions, 8 MiB)
+// fetched its whole backlog, 64 MiB, in the first round; and sharing out
+// the whole bound, 2,048 partitions with a backlog over the bound held
+// 246 MB in sarama's responses and records, and the garbage collector
+// took most of the CPU (bench/results/2026-12-06-3d1219c7-15.md).
 func fetchBytes(maxBufferBytes int64, partitions int) int64 {
-	return min(max(maxBufferBytes/max(64, 2*int64(partitions)), 16<<10), 1<<20)
+	return min(max(maxBufferBytes/max(64, 16*int64(partitions)), 16<<10), 1<<20)
 }
 
 // Dial connects a pipeline. The transactional producer comes first: its

@@ -35,7 +35,7 @@
 //     only once every partition of the last response has been taken, so a
 //     claim never waits on the loop: it queues what sarama delivers and
 //     bounds its queue by pausing its own partition's fetches (fetchBytes,
-//     the bound shared out over the partitions), and the loop takes the
+//     an 8th of the bound shared out over the partitions), and the loop takes the
 //     hot channel (the holders' records, align Step.Holds) before in, and
 //     goes on taking it at the bound until a sealed phase waits (held). A
 //     holder leaves hot with the record that passes the watermark (align
