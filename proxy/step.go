@@ -69,7 +69,6 @@ func (p *Pipeline) apply(g *generation, acts []align.Action, holds []align.HoldC
 			}
 			p.transitions.add(p.log, tPaused, a.TP, "reasons", a.Reasons)
 		} else {
-			p.metrics.paused.DeletePartialMatch(map[string]string{"topic": a.Topic, "partition": part})
 			p.metrics.initPaused(a.TP)
 			p.metrics.pausedSeconds.WithLabelValues(a.Topic, part).Add(a.Paused.Seconds())
 			p.transitions.add(p.log, tResumed, a.TP, "paused_for", a.Paused)

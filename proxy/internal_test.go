@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/phasegate/phasegate/align"
+	"github.com/phasegate/phasegate/watermarks"
+)
+
+// held, one row per rule: nothing is held without a step in flight; at the
+// bound the holders are still read until a sealed phase waits for the
+// next transaction; in is held at the bound or at half of it waiting.
+func TestHeld(t *testing.T) {
+	const bound = 1 << 20
+	for _, c := range []struct {
+		name              string
+		inflight          bool
+		buffered, waiting int64
+		holdIn, holdHot   bool
+	}{
+		{name: "no step in flight, over the bound", buffered: 2 * bound, waiting: bound},
+		{name: "in flight, below every threshold", inflight: true, buffered: bound - 1, waiting: bound/2 - 1},
+		{name: "in flight, half the bound waiting", inflight: true, buffered: bound - 1, waiting: bound / 2, holdIn: true},
+		{name: "in flight, at the bound, nothing sealed waiting: holders read", inflight: true, buffered: bound, holdIn: true},
+		{name: "in flight, at the bound, a sealed phase waiting: both held", inflight: true, buffered: bound, waiting: 1, holdIn: true, holdHot: true},
+		{name: "in flight, over the bound, a sealed phase waiting", inflight: true, buffered: 2 * bound, waiting: bound, holdIn: true, holdHot: true},
+	} {
+		holdIn, holdHot := held(c.inflight, c.buffered, c.waiting, bound)
+		if holdIn != c.holdIn || holdHot != c.holdHot {
+			t.Errorf("%s: held = in %v, hot %v; want %v, %v", c.name, holdIn, holdHot, c.holdIn, c.holdHot)
+		}
+	}
+}
+
+// initPaused sets every pause series of the partition to zero, whatever
+// they held: what a resume needs (it had deleted them by a partial match,
+// which scans every series).
+func TestInitPausedResetsEveryReason(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, []string{"a"})
+	k := align.TP{Topic: "a", Partition: 3}
+	other := align.TP{Topic: "a", Partition: 4}
+	m.initPaused(k)
+	m.initPaused(other)
+	m.paused.WithLabelValues("a", "3", watermarks.ReasonBuffer).Set(1)
+	m.paused.WithLabelValues("a", "3", align.ReasonDedupe).Set(1)
+	m.paused.WithLabelValues("a", "4", watermarks.ReasonBuffer).Set(1)
+	m.initPaused(k)
+	for _, r := range []string{watermarks.ReasonBuffer, align.ReasonDedupe} {
+		if v := gaugeValue(t, m.paused.WithLabelValues("a", "3", r)); v != 0 {
+			t.Errorf("a/3 %s = %v after initPaused, want 0", r, v)
+		}
+	}
+	if v := gaugeValue(t, m.paused.WithLabelValues("a", "4", watermarks.ReasonBuffer)); v != 1 {
+		t.Errorf("a/4 buffer = %v, want 1: another partition's series changed", v)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "phasegate_partition_paused" && len(f.GetMetric()) != 4 {
+			t.Errorf("%d pause series, want 4 (2 partitions x 2 reasons)", len(f.GetMetric()))
+		}
+	}
+}
+
+func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}
