@@ -77,9 +77,10 @@ func (h hasher) key(id []byte) key {
 
 // set holds the keys seen in one phase. While the phase is open they are in
 // the map m. Sealing moves them into sorted, 16 bytes a key against 53 in
-// the map (BenchmarkSeal): a sealed phase is only kept to recognise late retries, and
-// the sealed phases hold most of the identities. Keys added after the seal
-// (late records, late retries) go into m again, nil until one is.
+// the map (BenchmarkSeal): a sealed phase is only kept to recognise late
+// retries, and the sealed phases hold most of the identities. Keys added
+// after the seal (late records, late retries) go into m again, nil until
+// one is.
 type set struct {
 	m      map[key]struct{}
 	sorted []key // ascending by a; nil while open

@@ -48,8 +48,9 @@ type Pipeline struct {
 	now     func() time.Time
 
 	outParts, quarParts int32
-	// fetchSize is what a fetch asks of each partition (fetchBytes); a
-	// claim queues up to twice it.
+	// fetchSize is what a fetch asks of each partition, as Dial set it in
+	// the consumer's configuration (fetchBytes); a claim queues up to
+	// twice it.
 	fetchSize int64
 
 	// Channels from the consumer group's goroutines to the loop; hot
@@ -144,7 +145,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	p := &Pipeline{
 		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: cfg.Watermarks.Now,
 		outParts:  int32(len(out)),
-		fetchSize: fetchBytes(cfg.Watermarks.MaxBufferBytes, d.Layout.InputPartitions()),
+		fetchSize: int64(d.Client.Config().Consumer.Fetch.Default),
 		quarParts: int32(len(quar)),
 		in:        make(chan delivery, inCapacity),
 		hot:       make(chan delivery, inCapacity),
