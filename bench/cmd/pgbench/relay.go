@@ -9,6 +9,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // relayResult is one phasegate run over a pre-filled input.
@@ -30,11 +33,12 @@ type relayResult struct {
 	PausedS      float64 // phasegate_paused_seconds_total
 	Rewinds      float64
 	Fallbacks    float64 // phasegate_stream_fallbacks_total: phases that stopped streaming
-	FirstS       float64 // sidecar exec → first data records committed (phasegate_records_out_total > 0)
-	Steady       float64 // records/s from the first commit to the last phase visible
+	FirstS       float64 // sidecar exec → the group's first committed input offset (the first phase visible)
+	Steady       float64 // input offsets/s from the first commit to the last phase visible
 	Starve       *starvation
 	firstAt      time.Time
-	firstOut     float64
+	firstOffsets int64 // input offsets committed at firstAt
+	inOffsets    int64 // the inputs' end offsets, all committed at the end
 	Check        error // the output's verification
 	Err          error // the run itself
 	Profiles     []string
@@ -124,7 +128,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 			res.Starve = &st
 		})
 	}
-	if err := r.awaitRelayed(ctx, sc, res, in.Records, flowing); err != nil {
+	if err := r.awaitRelayed(ctx, sc, res, in.Topics, e.Group, flowing); err != nil {
 		res.Err = err
 		return res
 	}
@@ -137,7 +141,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	watchWG.Wait()
 	res.Seconds = seen.Sub(sc.p.started).Seconds()
 	if !res.firstAt.IsZero() && seen.After(res.firstAt) {
-		res.Steady = (float64(in.Records) - res.firstOut) / seen.Sub(res.firstAt).Seconds()
+		res.Steady = float64(res.inOffsets-res.firstOffsets) / seen.Sub(res.firstAt).Seconds()
 	}
 	if u, err := procUsage(sc.p.pid()); err == nil {
 		res.CPU, res.HWM, res.RSSFile = u.CPU, u.HWM, u.RSSFile
@@ -172,48 +176,67 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	return res
 }
 
-// awaitRelayed polls the sidecar's metrics until it committed want data
-// records; it closes flowing when the first input record was read.
-func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult, want int, flowing chan struct{}) error {
-	var lastIn, lastOut float64
+// awaitRelayed waits until the sidecar committed every input offset. It
+// watches the group's committed offsets through the broker at 10 Hz, as
+// the Streams run does: phasegate commits them in the transaction that
+// makes a phase visible, so the first commit is the first output. Until
+// the first input record is read it also polls /metrics (the records-in
+// counter; it closes flowing then) and stops: a scrape gathers every
+// series, and at 2,048 partitions polls at 10 Hz took a quarter of the
+// sidecar's CPU (BENCH_PROFILE=1, bench/results/2026-12-06-3d1219c7-20.md).
+func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult, topics []string, group string, flowing chan struct{}) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.cfg.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("input end offsets: %w", err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	var last int64
 	lastProgress := time.Now()
-	// Scraping /metrics costs the sidecar CPU (about 9 % of it at 50 Hz with
-	// gzip, measured with pprof); 10 Hz without gzip keeps it near 1 % and
-	// adds at most 100 ms to a relay of several seconds. Only the two
-	// counters: at 512 partitions a whole scrape (4,000 series) took 17 %
-	// of the sidecar's CPU at 10 Hz (BENCH_PROFILE=1 of the partitions step).
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("relay: %w after %.0f of %d records out", ctx.Err(), lastOut, want)
+			return fmt.Errorf("relay: %w after %d of %d input offsets committed", ctx.Err(), last, total)
 		case <-sc.p.done:
 			return fmt.Errorf("relay: the sidecar exited: %v (log %s)", sc.p.err, sc.p.log.Name())
 		case <-tick.C:
 		}
-		m, err := sc.metrics(ctx, "phasegate_records_in_total", "phasegate_records_out_total")
+		if res.StartupS == 0 {
+			if m, err := sc.metrics(ctx, "phasegate_records_in_total"); err == nil && m["phasegate_records_in_total"] > 0 {
+				res.StartupS = time.Since(sc.p.started).Seconds()
+				close(flowing)
+			}
+		}
+		committed, done, err := groupProgress(ctx, adm, group, ends)
 		if err != nil {
-			continue // not listening yet
+			continue // the group has no offsets yet
 		}
-		in, out := m["phasegate_records_in_total"], m["phasegate_records_out_total"]
-		if in > 0 && res.StartupS == 0 {
-			res.StartupS = time.Since(sc.p.started).Seconds()
-			close(flowing)
+		now := time.Now()
+		if committed > 0 && res.firstAt.IsZero() {
+			res.firstAt, res.firstOffsets = now, committed
+			res.FirstS = now.Sub(sc.p.started).Seconds()
 		}
-		if out > 0 && res.firstAt.IsZero() {
-			res.firstAt, res.firstOut = time.Now(), out
-			res.FirstS = res.firstAt.Sub(sc.p.started).Seconds()
+		if committed != last {
+			last, lastProgress = committed, now
 		}
-		if in != lastIn || out != lastOut {
-			lastIn, lastOut, lastProgress = in, out, time.Now()
-		}
-		if out >= float64(want) {
+		if done {
+			res.inOffsets = total
 			return nil
 		}
-		if time.Since(lastProgress) > r.cfg.StallTimeout {
-			return fmt.Errorf("relay: no progress for %s at %.0f records in, %.0f of %d out (log %s)",
-				r.cfg.StallTimeout, in, out, want, sc.p.log.Name())
+		if now.Sub(lastProgress) > r.cfg.StallTimeout {
+			return fmt.Errorf("relay: no progress for %s at %d of %d input offsets committed (log %s)",
+				r.cfg.StallTimeout, last, total, sc.p.log.Name())
 		}
 	}
 }

@@ -142,7 +142,7 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 			}
 		}
 	}
-	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last (phasegate: phasegate_records_out_total polled at 10 Hz; Streams: its group's committed offsets, which commit in the same transaction as its output, polled at 10 Hz). First output: exec → that first commit. Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed the same way: by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate's /metrics is polled only until the first record is read). First output: exec → that first commit. Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
 	renderPartitionRatios(b, s)
 }
 
