@@ -193,20 +193,26 @@ func parseLevel(s string) (slog.Level, error) {
 var errUnhealthy = errors.New("unhealthy")
 
 // memoryHeadroom is what Go-managed memory may hold beyond the phase buffer
-// (consumer fetches in flight, the batch being produced, the runtime): 48 MiB,
-// so that with the binary's mapped text and data (about 17 MiB of RSS, which
-// the soft limit does not cover) the process stays within the bound + 64 MiB.
+// and the collector's room (consumer fetches in flight, the batch being
+// produced, the runtime): 48 MiB, so that with the binary's mapped text and
+// data (about 17 MiB of RSS, which the soft limit does not cover) the
+// process stays within twice the bound + 64 MiB.
 const memoryHeadroom = 48 << 20
 
-// limitMemory sets Go's soft memory limit to the buffer bound plus headroom,
-// unless GOMEMLIMIT is set: without it the garbage collector lets the heap
-// grow to twice the live data, and the process would hold far more than
-// PHASEGATE_MAX_BUFFER_BYTES under skew.
+// limitMemory sets Go's soft memory limit to twice the buffer bound plus
+// headroom, unless GOMEMLIMIT is set. Without a limit the collector lets
+// the heap grow to twice the live data whatever the bound. Twice: a full
+// buffer costs more than it counts (the client's responses and messages: a
+// live heap of 330-350 MB after each collection at 2,048 partitions under
+// the 256 MiB bound), and the collector needs room in proportion to the
+// live heap. At the bound + 48 MiB it ran without pause there: 153
+// collections and 35 % of the CPU in 26 s, at under half the throughput
+// (bench/results/2026-12-06-3d1219c7-22.md; -24.md at twice the bound: 29).
 func limitMemory(environ map[string]string, cfg Config, log *slog.Logger) {
 	if environ["GOMEMLIMIT"] != "" {
 		return
 	}
-	limit := cfg.MaxBufferBytes + memoryHeadroom
+	limit := 2*cfg.MaxBufferBytes + memoryHeadroom
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit set from PHASEGATE_MAX_BUFFER_BYTES (set GOMEMLIMIT to override)", "bytes", limit)
 }

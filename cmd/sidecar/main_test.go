@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -63,5 +65,22 @@ func TestDemoIsItsOwnCommand(t *testing.T) {
 	}
 	if want := "sidecar: the demo is its own command now, so that the sidecar carries no test broker: go run ./cmd/demo (or make demo)\n"; stderr.String() != want {
 		t.Errorf("got %q, want %q", stderr.String(), want)
+	}
+}
+
+func TestLimitMemoryIsTwiceTheBoundPlusHeadroomUnlessGOMEMLIMIT(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	log := slog.New(slog.DiscardHandler)
+	cfg := Config{MaxBufferBytes: 64 << 20}
+
+	debug.SetMemoryLimit(1 << 40)
+	limitMemory(map[string]string{"GOMEMLIMIT": "1GiB"}, cfg, log)
+	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
+		t.Fatalf("with GOMEMLIMIT set: limit %d, want it left at %d", got, int64(1<<40))
+	}
+	limitMemory(map[string]string{}, cfg, log)
+	if got, want := debug.SetMemoryLimit(-1), int64(176<<20); got != want {
+		t.Fatalf("limit %d MiB for a 64 MiB bound, want %d MiB", got>>20, want>>20)
 	}
 }
