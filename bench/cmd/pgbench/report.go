@@ -245,16 +245,15 @@ func renderTargets(b *strings.Builder, c config, s *suiteResult) {
 	fmt.Fprintf(b, "| throughput ≥ the copier's | %s |\n", orDash(strings.Join(copier, "; ")))
 	fmt.Fprintf(b, "| throughput ≥ ½ of the producer ceiling | %s |\n", orDash(strings.Join(producer, "; ")))
 	fmt.Fprintf(b, "| p99 seal → visible ≤ 100 ms at half of peak | %s |\n", orDash(strings.Join(lat, "; ")))
-	skew := "-"
+	// Issue 6 asked for the bound + 64 MiB; the sidecar's soft memory limit
+	// has been twice the bound + 48 MiB since (README, PHASEGATE_MAX_BUFFER_BYTES).
+	skew, full := "-", "-"
 	if r := s.Skew; r != nil && r.Err == nil && r.HWM > 0 {
-		limit := c.SkewBuffer + 64<<20
-		mark := "met"
-		if r.HWM > limit {
-			mark = "missed"
-		}
-		skew = fmt.Sprintf("%s MiB against %s MiB: %s (%.0f stream fallbacks)", mib(r.HWM), mib(limit), mark, r.Fallbacks)
+		skew = fmt.Sprintf("%s MiB against %s MiB: %s (%.0f stream fallbacks)", mib(r.HWM), mib(c.SkewBuffer+64<<20), mark(r.HWM <= c.SkewBuffer+64<<20), r.Fallbacks)
+		full = fmt.Sprintf("%s MiB against %s MiB: %s", mib(r.HWM), mib(2*c.SkewBuffer+64<<20), mark(r.HWM <= 2*c.SkewBuffer+64<<20))
 	}
 	fmt.Fprintf(b, "| peak RSS ≤ bound + 64 MiB under skew | %s |\n", skew)
+	fmt.Fprintf(b, "| peak RSS ≤ twice the bound + 64 MiB under skew (what the sidecar now allows itself) | %s |\n", full)
 }
 
 // verdict is "1.23× the reference (met)" for a throughput target of share × ref.
