@@ -102,7 +102,7 @@ func TestStatefulSetRunsTheSidecarSafely(t *testing.T) {
 		{"readiness on /readyz", pg.ReadinessProbe != nil && pg.ReadinessProbe.HTTPGet != nil && pg.ReadinessProbe.HTTPGet.Path == "/readyz"},
 		{"preStop then the 25 s shutdown fit the grace period", preStop > 0 && grace >= preStop+shutdownGrace+5},
 		{"memory limit at least twice the bound + 64 MiB", !limit.IsZero() && limit.Value() >= fullBuffer(bound)},
-		{"memory request at least the bound + 48 MiB soft-limit headroom", request.Value() >= bound+48<<20 && request.Cmp(limit) <= 0},
+		{"memory request at least the bound + 48 MiB", request.Value() >= bound+48<<20 && request.Cmp(limit) <= 0},
 		{"pod runs as non-root", pod.SecurityContext != nil && pod.SecurityContext.RunAsNonRoot != nil && *pod.SecurityContext.RunAsNonRoot},
 		{"Prometheus scrape annotations on the metrics port", ss.Spec.Template.Annotations["prometheus.io/scrape"] == "true" &&
 			ss.Spec.Template.Annotations["prometheus.io/port"] == port && ss.Spec.Template.Annotations["prometheus.io/path"] == "/metrics"},
