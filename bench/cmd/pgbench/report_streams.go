@@ -99,8 +99,8 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 	}
 	fmt.Fprintf(b, "## Input partitions: %d B records keyed over %d values, stamped from %s in the past at %s records/s of event time, phase %s, PHASEGATE_IDLE_TIMEOUT=%s; Kafka Streams with %d %s\n\n",
 		c.PartitionsSize, c.PartitionsKeys, c.PartitionsAge, thousands(c.PartitionsRate), c.PartitionsPhase, c.PartitionsIdle, c.PartitionsStreams, plural(c.PartitionsStreams, "thread"))
-	b.WriteString("| input partitions (fork A + B) | output partitions | records | empty input partitions | run | records/s incl. start-up | steady records/s | first output s | CPU s / M records | peak RSS MiB | longest starvation of a watermark holder with lag, s | notes |\n")
-	b.WriteString("|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| input partitions (fork A + B) | output partitions | records | empty input partitions | run | records/s incl. start-up | steady records/s | first output s | CPU s / M records | broker CPU s / M records | peak RSS MiB | longest starvation of a watermark holder with lag, s | notes |\n")
+	b.WriteString("|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, p := range s.Partitions {
 		lead := fmt.Sprintf("| %d (%d + %d) | %d | %s | %d", p.Total, p.Forks[0], p.Forks[1], p.OutParts, thousands(float64(p.Records)), p.Empty)
 		if p.Err != nil {
@@ -126,8 +126,8 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 				} else {
 					note += "; output verified"
 				}
-				fmt.Fprintf(b, "%s | phasegate | %s | %s | %s | %.1f | %s | %s | %s |\n", lead, rate, optRate(r.Steady),
-					optS(r.FirstS), r.CPU/float64(r.Records)*1e6, mib(r.HWM), st, note)
+				fmt.Fprintf(b, "%s | phasegate | %s | %s | %s | %.1f | %.1f | %s | %s | %s |\n", lead, rate, optRate(r.Steady),
+					optS(r.FirstS), r.CPU/float64(r.Records)*1e6, r.BrokerCPU/float64(r.Records)*1e6, mib(r.HWM), st, note)
 			}
 		}
 		if s := p.Streams; s != nil {
@@ -137,12 +137,12 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 			case s.Check != nil:
 				fmt.Fprintf(b, "%s | Kafka Streams | not verified | | | | | | %s |\n", lead, oneLine(s.Check))
 			default:
-				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), optRate(s.Steady),
-					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
+				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), optRate(s.Steady),
+					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, s.BrokerCPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
 			}
 		}
 	}
-	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed the same way: by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate's /metrics is polled only until the first record is read). First output: exec → that first commit. Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed the same way: by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate's /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
 	renderPartitionRatios(b, s)
 }
 

@@ -202,7 +202,7 @@ func TestRenderStreams(t *testing.T) {
 		PartitionsSize: 100, PartitionsKeys: 1000, PartitionsRate: 50000, PartitionsPhase: time.Second, PartitionsStreams: 2}
 	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	relay := func(records int, secs, steady, first float64, starve *starvation) *relayResult {
-		return &relayResult{Size: 100, Records: records, Seconds: secs, CPU: 1, HWM: 100 << 20, Steady: steady, FirstS: first, Starve: starve}
+		return &relayResult{Size: 100, Records: records, Seconds: secs, CPU: 1, BrokerCPU: 2, HWM: 100 << 20, Steady: steady, FirstS: first, Starve: starve}
 	}
 	s := &suiteResult{
 		Started: start, Ended: start.Add(time.Minute), Cfg: cfg, Machine: machine{Cores: 2},
@@ -233,7 +233,7 @@ func TestRenderStreams(t *testing.T) {
 		"| 100 B | phasegate, 1s | 50,000 | 49,000 | 900 | 700 | 1200 | 1300 |",
 		"| 100 B | Kafka Streams, 1 thread | 12,500 | 12,400 | 200 | 150 | 400 | 500 |",
 		"| 5 (3 + 2) | 3 | 100,000 | 0 | phasegate | 50,000 | 100,000 | 0.5 |",
-		"| 512 (256 + 256) | 256 | 100,000 | 10 | phasegate | 10,000 | 40,000 | 4.0 | 10.0 | 100 | 1.4 | longest: a/7;",
+		"| 512 (256 + 256) | 256 | 100,000 | 10 | phasegate | 10,000 | 40,000 | 4.0 | 10.0 | 20.0 | 100 | 1.4 | longest: a/7;",
 		"| 512 (256 + 256) | 256 | 100,000 | 10 | Kafka Streams | not verified |",
 		"| 512 | 0.40 | - | - | - |",
 		"| 5 | 1.00 | 5.00 | 5.00 | 0.10 |",
