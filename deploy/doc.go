@@ -3,7 +3,7 @@
 // (unknown or duplicate fields fail) into the k8s.io/api types and checked
 // against what the sidecar needs (a transactional ID from the pod name,
 // probes on /healthz and /readyz, a grace period above the 25 s shutdown,
-// memory above the buffer bound plus the measured headroom, non-root with
+// a memory limit of at least twice the buffer bound + 64 MiB, non-root with
 // a read-only root filesystem, an environment `sidecar config` accepts);
 // the Grafana dashboard in grafana/ may only query metrics the sidecar
 // registers. It is its own Go module so that k8s.io/api stays out of the

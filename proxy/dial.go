@@ -70,12 +70,12 @@ func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 // shared out so that the claims of every input partition, each queuing up
 // to twice it (ConsumeClaim), hold an 8th of the bound between them, and
 // at most a 64th of it; within 16 KiB..1 MiB. What sarama fetched sits
-// outside the bound, above Go's soft memory limit (the bound + 48 MiB)
-// once it grows: with a fixed 64th, e2e P1 (512 partitions, 8 MiB)
-// fetched its whole backlog, 64 MiB, in the first round; and sharing out
-// the whole bound, 2,048 partitions with a backlog over the bound held
-// 246 MB in sarama's responses and records, and the garbage collector
-// took most of the CPU (bench/results/2026-12-06-3d1219c7-15.md).
+// outside the bound. With a fixed 64th, e2e P1 (512 partitions, 8 MiB)
+// fetched its whole backlog, 64 MiB, in the first round; sharing out the
+// whole bound, 2,048 partitions with a backlog over the bound held 246 MB
+// in sarama's responses and records, over the soft memory limit of then
+// (the bound + 48 MiB), and the garbage collector took most of the CPU
+// (bench/results/2026-12-06-3d1219c7-15.md).
 func fetchBytes(maxBufferBytes int64, partitions int) int64 {
 	return min(max(maxBufferBytes/max(64, 16*int64(partitions)), 16<<10), 1<<20)
 }

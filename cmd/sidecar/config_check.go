@@ -109,7 +109,7 @@ func (b intBound) allowed() string {
 func intRule(name string) (intBound, bool) {
 	switch name {
 	case "MAX_BUFFER_BYTES":
-		return intBound{1 << 20, 1 << 40, "bytes of records held in memory; the process needs up to twice this plus 64 MiB"}, true
+		return intBound{1 << 20, 1 << 40, "bytes of records held in memory; the process needs up to twice this plus 64 MiB, more below 256 KiB a partition"}, true
 	case "DEDUPE_PHASES":
 		return intBound{1, 1 << 16, "sealed phases remembered; each keeps its identities in memory"}, true
 	case "DEDUPE_IDS":

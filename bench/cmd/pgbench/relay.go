@@ -34,11 +34,10 @@ type relayResult struct {
 	Rewinds      float64
 	Fallbacks    float64 // phasegate_stream_fallbacks_total: phases that stopped streaming
 	FirstS       float64 // sidecar exec → the group's first committed input offset (the first phase visible)
-	Steady       float64 // input offsets/s from the first commit to the last phase visible
+	Steady       float64 // records/s from the first commit to the last phase visible
 	Starve       *starvation
 	firstAt      time.Time
-	firstOffsets int64 // input offsets committed at firstAt
-	inOffsets    int64 // the inputs' end offsets, all committed at the end
+	firstOffsets int64 // input offsets committed at firstAt (records: trailers commit last)
 	Check        error // the output's verification
 	Err          error // the run itself
 	Profiles     []string
@@ -141,7 +140,7 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	watchWG.Wait()
 	res.Seconds = seen.Sub(sc.p.started).Seconds()
 	if !res.firstAt.IsZero() && seen.After(res.firstAt) {
-		res.Steady = float64(res.inOffsets-res.firstOffsets) / seen.Sub(res.firstAt).Seconds()
+		res.Steady = (float64(in.Records) - float64(res.firstOffsets)) / seen.Sub(res.firstAt).Seconds()
 	}
 	if u, err := procUsage(sc.p.pid()); err == nil {
 		res.CPU, res.HWM, res.RSSFile = u.CPU, u.HWM, u.RSSFile
@@ -176,14 +175,18 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	return res
 }
 
-// awaitRelayed waits until the sidecar committed every input offset. It
-// watches the group's committed offsets through the broker at 10 Hz, as
-// the Streams run does: phasegate commits them in the transaction that
-// makes a phase visible, so the first commit is the first output. Until
-// the first input record is read it also polls /metrics (the records-in
-// counter; it closes flowing then) and stops: a scrape gathers every
-// series, and at 2,048 partitions polls at 10 Hz took a quarter of the
-// sidecar's CPU (BENCH_PROFILE=1, bench/results/2026-12-06-3d1219c7-20.md).
+// awaitRelayed waits until the sidecar committed every input offset but
+// the trailers'. It watches the group's committed offsets through the
+// broker, as the Streams run does: phasegate commits them in the
+// transaction that makes a phase visible, so the first commit is the first
+// output. A trailer stays buffered in its phase, which seals only once
+// every partition turned idle, so its offset commits
+// PHASEGATE_IDLE_TIMEOUT later: each non-empty partition's target is its
+// end offset - 1 (the trailer is its last record, fill). Until the first
+// input record is read it also polls /metrics (the records-in counter; it
+// closes flowing then) and stops: a scrape gathers every series, and at
+// 2,048 partitions polls at 10 Hz took a quarter of the sidecar's CPU
+// (BENCH_PROFILE=1, bench/results/2026-12-06-3d1219c7-20.md).
 func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult, topics []string, group string, flowing chan struct{}) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.cfg.Brokers...))
 	if err != nil {
@@ -198,47 +201,38 @@ func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult
 	if err != nil {
 		return fmt.Errorf("input end offsets: %w", err)
 	}
-	var total int64
-	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
-	var last int64
-	lastProgress := time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("relay: %w after %d of %d input offsets committed", ctx.Err(), last, total)
-		case <-sc.p.done:
-			return fmt.Errorf("relay: the sidecar exited: %v (log %s)", sc.p.err, sc.p.log.Name())
-		case <-tick.C:
+	targets := withoutTrailers(ends)
+	g, err := awaitGroup(ctx, adm, group, targets, sc.p, "the sidecar", r.cfg.StallTimeout, func() {
+		if res.StartupS > 0 {
+			return
 		}
-		if res.StartupS == 0 {
-			if m, err := sc.metrics(ctx, "phasegate_records_in_total"); err == nil && m["phasegate_records_in_total"] > 0 {
-				res.StartupS = time.Since(sc.p.started).Seconds()
-				close(flowing)
-			}
+		if m, err := sc.metrics(ctx, "phasegate_records_in_total"); err == nil && m["phasegate_records_in_total"] > 0 {
+			res.StartupS = time.Since(sc.p.started).Seconds()
+			close(flowing)
 		}
-		committed, done, err := groupProgress(ctx, adm, group, ends)
-		if err != nil {
-			continue // the group has no offsets yet
-		}
-		now := time.Now()
-		if committed > 0 && res.firstAt.IsZero() {
-			res.firstAt, res.firstOffsets = now, committed
-			res.FirstS = now.Sub(sc.p.started).Seconds()
-		}
-		if committed != last {
-			last, lastProgress = committed, now
-		}
-		if done {
-			res.inOffsets = total
-			return nil
-		}
-		if now.Sub(lastProgress) > r.cfg.StallTimeout {
-			return fmt.Errorf("relay: no progress for %s at %d of %d input offsets committed (log %s)",
-				r.cfg.StallTimeout, last, total, sc.p.log.Name())
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
 	}
+	res.firstAt, res.firstOffsets = g.firstAt, g.firstOffsets
+	res.FirstS = g.firstAt.Sub(sc.p.started).Seconds()
+	return nil
+}
+
+// withoutTrailers is ends with each non-empty partition's offset one lower:
+// the offset of its trailer, the last record fill wrote to it.
+func withoutTrailers(ends kadm.ListedOffsets) kadm.ListedOffsets {
+	out := kadm.ListedOffsets{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			o.Offset--
+		}
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]kadm.ListedOffset{}
+		}
+		out[o.Topic][o.Partition] = o
+	})
+	return out
 }
 
 // profileRun takes a 10 s CPU profile once records flow and, until ctx

@@ -93,6 +93,10 @@ func renderProduceVisible(b *strings.Builder, c config, s *suiteResult) {
 }
 
 // renderPartitions is the partitions step's table (issue 15's rows).
+// emptyCells are a partitions row's cells between its records/s (where a
+// failed run says so) and its notes.
+const emptyCells = " | | | | | |"
+
 func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 	if len(s.Partitions) == 0 {
 		return
@@ -104,12 +108,12 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 	for _, p := range s.Partitions {
 		lead := fmt.Sprintf("| %d (%d + %d) | %d | %s | %d", p.Total, p.Forks[0], p.Forks[1], p.OutParts, thousands(float64(p.Records)), p.Empty)
 		if p.Err != nil {
-			fmt.Fprintf(b, "%s | - | failed | | | | | | | %s |\n", lead, oneLine(p.Err))
+			fmt.Fprintf(b, "%s | - | failed%s | %s |\n", lead, emptyCells, oneLine(p.Err))
 			continue
 		}
 		if r := p.Relay; r != nil {
 			if r.Err != nil {
-				fmt.Fprintf(b, "%s | phasegate | failed | | | | | | %s |\n", lead, oneLine(r.Err))
+				fmt.Fprintf(b, "%s | phasegate | failed%s | %s |\n", lead, emptyCells, oneLine(r.Err))
 			} else {
 				rate, st, note := thousands(r.rate()), "-", ""
 				if r.Starve != nil {
@@ -133,16 +137,16 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 		if s := p.Streams; s != nil {
 			switch {
 			case s.Err != nil:
-				fmt.Fprintf(b, "%s | Kafka Streams | failed | | | | | | %s |\n", lead, oneLine(s.Err))
+				fmt.Fprintf(b, "%s | Kafka Streams | failed%s | %s |\n", lead, emptyCells, oneLine(s.Err))
 			case s.Check != nil:
-				fmt.Fprintf(b, "%s | Kafka Streams | not verified | | | | | | %s |\n", lead, oneLine(s.Check))
+				fmt.Fprintf(b, "%s | Kafka Streams | not verified%s | %s |\n", lead, emptyCells, oneLine(s.Check))
 			default:
 				fmt.Fprintf(b, "%s | Kafka Streams | %s | %s | %s | %.1f | %.1f | %s | - | state RUNNING after %s s; output counted |\n", lead, thousands(s.rate()), optRate(s.Steady),
 					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, s.BrokerCPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
 			}
 		}
 	}
-	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed the same way: by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate's /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate: every offset but each partition's trailer, which commits only after PHASEGATE_IDLE_TIMEOUT; its /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
 	renderPartitionRatios(b, s)
 }
 

@@ -149,45 +149,15 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 		return res
 	}
 	defer a.stop()
-	var t1 time.Time
-	var c1 int64
-	var last int64
-	lastProgress := time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			res.Err = fmt.Errorf("streams: %w after %d of %d offsets committed (log %s)", ctx.Err(), last, res.InOffsets, a.p.log.Name())
-			return res
-		case <-a.p.done:
-			res.Err = fmt.Errorf("streams: the JVM exited: %v (log %s)", a.p.err, a.p.log.Name())
-			return res
-		case <-tick.C:
-		}
-		committed, done, err := groupProgress(ctx, adm, app, ends)
-		if err != nil {
-			continue // the group has no offsets yet
-		}
-		now := time.Now()
-		if committed > 0 && t1.IsZero() {
-			t1, c1 = now, committed
-			res.FirstS = now.Sub(a.p.started).Seconds()
-		}
-		if committed != last {
-			last, lastProgress = committed, now
-		}
-		if done {
-			res.Seconds = now.Sub(a.p.started).Seconds()
-			if now.After(t1) && res.InOffsets > c1 {
-				res.Steady = float64(res.InOffsets-c1) / now.Sub(t1).Seconds()
-			}
-			break
-		}
-		if now.Sub(lastProgress) > r.cfg.StallTimeout {
-			res.Err = fmt.Errorf("streams: no progress for %s at %d of %d offsets committed (log %s)", r.cfg.StallTimeout, last, res.InOffsets, a.p.log.Name())
-			return res
-		}
+	g, err := awaitGroup(ctx, adm, app, ends, a.p, "the JVM", r.cfg.StallTimeout, nil)
+	if err != nil {
+		res.Err = fmt.Errorf("streams: %w", err)
+		return res
+	}
+	res.FirstS = g.firstAt.Sub(a.p.started).Seconds()
+	res.Seconds = g.doneAt.Sub(a.p.started).Seconds()
+	if g.doneAt.After(g.firstAt) && res.InOffsets > g.firstOffsets {
+		res.Steady = float64(res.InOffsets-g.firstOffsets) / g.doneAt.Sub(g.firstAt).Seconds()
 	}
 	if u, err := procUsage(a.p.pid()); err == nil {
 		res.CPU, res.HWM = u.CPU, u.HWM
@@ -207,6 +177,55 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 	r.log.Info("streams pass-through", "run", name, "threads", threads, "records", in.Records, "seconds", res.Seconds,
 		"records_per_s", res.rate(), "first_output_s", res.FirstS, "cpu_s", res.CPU, "hwm_mib", res.HWM>>20, "check", res.Check)
 	return res
+}
+
+// groupRun is what awaitGroup saw of a group's committed offsets.
+type groupRun struct {
+	firstAt      time.Time // the first poll that found an offset committed
+	firstOffsets int64     // the offsets committed then
+	doneAt       time.Time // the first poll that found every target reached
+}
+
+// awaitGroup polls group's committed offsets from the broker at 10 Hz
+// until every partition's reaches its target (targets of 0 are skipped),
+// p exits, or no offset moves for stall. onTick, when set, runs on every
+// tick before the poll.
+func awaitGroup(ctx context.Context, adm *kadm.Client, group string, targets kadm.ListedOffsets, p *proc, what string, stall time.Duration, onTick func()) (groupRun, error) {
+	var g groupRun
+	var total, last int64
+	targets.Each(func(o kadm.ListedOffset) { total += max(0, o.Offset) })
+	lastProgress := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return g, fmt.Errorf("%w after %d of %d offsets committed (log %s)", ctx.Err(), last, total, p.log.Name())
+		case <-p.done:
+			return g, fmt.Errorf("%s exited: %v (log %s)", what, p.err, p.log.Name())
+		case <-tick.C:
+		}
+		if onTick != nil {
+			onTick()
+		}
+		committed, done, err := groupProgress(ctx, adm, group, targets)
+		now := time.Now()
+		if err == nil {
+			if committed > 0 && g.firstAt.IsZero() {
+				g.firstAt, g.firstOffsets = now, committed
+			}
+			if committed != last {
+				last, lastProgress = committed, now
+			}
+			if done {
+				g.doneAt = now
+				return g, nil
+			}
+		}
+		if now.Sub(lastProgress) > stall {
+			return g, fmt.Errorf("no progress for %s at %d of %d offsets committed (last poll: %v; log %s)", stall, last, total, err, p.log.Name())
+		}
+	}
 }
 
 // groupProgress sums group's committed offsets over the partitions of ends

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // phasesBody is a /phases document with one partition entry per p.
@@ -234,7 +236,7 @@ func TestRenderStreams(t *testing.T) {
 		"| 100 B | Kafka Streams, 1 thread | 12,500 | 12,400 | 200 | 150 | 400 | 500 |",
 		"| 5 (3 + 2) | 3 | 100,000 | 0 | phasegate | 50,000 | 100,000 | 0.5 |",
 		"| 512 (256 + 256) | 256 | 100,000 | 10 | phasegate | 10,000 | 40,000 | 4.0 | 10.0 | 20.0 | 100 | 1.4 | longest: a/7;",
-		"| 512 (256 + 256) | 256 | 100,000 | 10 | Kafka Streams | not verified |",
+		"| 512 (256 + 256) | 256 | 100,000 | 10 | Kafka Streams | not verified | | | | | | | 4 records in the output, want 5 |\n",
 		"| 512 | 0.40 | - | - | - |",
 		"| 5 | 1.00 | 5.00 | 5.00 | 0.10 |",
 		"512: 0.40×, missed", "512: 1.4 s, missed", "512: 4.0 s against 8.0 s, met",
@@ -243,5 +245,29 @@ func TestRenderStreams(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// phasegate's relay waits for every input offset but the trailers': a
+// trailer's phase seals only after PHASEGATE_IDLE_TIMEOUT.
+func TestWithoutTrailers(t *testing.T) {
+	ends := kadm.ListedOffsets{"a": {
+		0: {Topic: "a", Partition: 0, Offset: 5},
+		1: {Topic: "a", Partition: 1, Offset: 0}, // empty: no trailer either
+	}, "b": {0: {Topic: "b", Partition: 0, Offset: 2}}}
+	got := withoutTrailers(ends)
+	want := map[string]int64{"a/0": 4, "a/1": 0, "b/0": 1}
+	n := 0
+	got.Each(func(o kadm.ListedOffset) {
+		n++
+		if k := fmt.Sprintf("%s/%d", o.Topic, o.Partition); o.Offset != want[k] {
+			t.Errorf("%s: target %d, want %d", k, o.Offset, want[k])
+		}
+	})
+	if n != len(want) {
+		t.Errorf("%d partitions, want %d", n, len(want))
+	}
+	if ends["a"][0].Offset != 5 {
+		t.Errorf("ends changed: a/0 at %d, want 5", ends["a"][0].Offset)
 	}
 }
