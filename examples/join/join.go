@@ -92,6 +92,9 @@ func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) e
 			crashed = j.crash != nil && j.crash()
 		})
 		cl.AllowRebalance()
+		if ctx.Err() != nil {
+			return nil // stopped, perhaps in a commit: an uncommitted phase is read again by the next run
+		}
 		if err != nil || crashed {
 			return err
 		}
