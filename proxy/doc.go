@@ -35,11 +35,11 @@
 //     only once every partition of the last response has been taken, so a
 //     claim never waits on the loop: it queues what sarama delivers and
 //     bounds its queue by pausing its own partition's fetches (fetchBytes,
-//     an 8th of the bound shared out over the partitions), and the loop takes the
-//     hot channel (the holders' records, align Step.Holds) before in, and
-//     goes on taking it at the bound until a sealed phase waits (held). A
-//     holder leaves hot with the record that passes the watermark (align
-//     Outcome.Passed). A claim sends on a channel only when none of its
+//     an 8th of the bound shared out over the partitions), and the loop
+//     takes the hot channel (the holders' records, align Step.Holds)
+//     before in, and goes on taking it at the bound until a sealed phase
+//     waits (held). A holder leaves hot with the record that passes the
+//     watermark (align Outcome.Passed). A claim sends on a channel only when none of its
 //     records is left in the other, so they arrive in offset order.
 //   - One way to rebuild state: a failed transaction that the producer
 //     survived (txn.Failure) and every rebalance drop the generation; the

@@ -94,10 +94,7 @@ func emptyPartitions(ctx context.Context, brokers []string, topics []string) (in
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := endOffsets(ctx, kadm.NewClient(cl), topics)
 	n := 0
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Offset == 0 {

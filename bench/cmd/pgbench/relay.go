@@ -194,10 +194,7 @@ func (r *runner) awaitRelayed(ctx context.Context, sc *sidecar, res *relayResult
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := endOffsets(ctx, adm, topics)
 	if err != nil {
 		return fmt.Errorf("input end offsets: %w", err)
 	}

@@ -92,11 +92,11 @@ func renderProduceVisible(b *strings.Builder, c config, s *suiteResult) {
 	b.WriteString("\nReceive time at a read_committed consumer (fetch max wait 100 ms) minus the record's timestamp, which the paced producer sets when it writes it and both phasegate and Kafka Streams keep; the first second is warm-up. phasegate's records wait for their phase to end, PHASEGATE_MAX_OUT_OF_ORDERNESS and the commit; Streams' for its commit interval (100 ms) and the commit.\n\n")
 }
 
-// renderPartitions is the partitions step's table (issue 15's rows).
 // emptyCells are a partitions row's cells between its records/s (where a
 // failed run says so) and its notes.
 const emptyCells = " | | | | | |"
 
+// renderPartitions is the partitions step's table (issue 15's rows).
 func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 	if len(s.Partitions) == 0 {
 		return

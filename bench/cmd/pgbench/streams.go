@@ -133,10 +133,7 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, in.Topics...)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := endOffsets(ctx, adm, in.Topics)
 	if err != nil {
 		res.Err = fmt.Errorf("input end offsets: %w", err)
 		return res
@@ -177,6 +174,15 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 	r.log.Info("streams pass-through", "run", name, "threads", threads, "records", in.Records, "seconds", res.Seconds,
 		"records_per_s", res.rate(), "first_output_s", res.FirstS, "cpu_s", res.CPU, "hwm_mib", res.HWM>>20, "check", res.Check)
 	return res
+}
+
+// endOffsets lists the end offsets of topics' partitions.
+func endOffsets(ctx context.Context, adm *kadm.Client, topics []string) (kadm.ListedOffsets, error) {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	return ends, err
 }
 
 // groupRun is what awaitGroup saw of a group's committed offsets.
