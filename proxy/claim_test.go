@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: group}, fetchSize: fetchBytes(0, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	gt := newGate()
+	gt := newGate(new(atomic.Int32))
 	h := &handler{p: p}
 	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
 	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, n)}
@@ -92,14 +93,16 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 // A partition that stops holding the watermark sends nothing more on hot
 // than what was on its way (at most one record past those waiting there),
 // and one that begins holding while records of it wait on in sends on hot
-// only once the loop has taken the last of them.
+// only once the loop has taken the last of them, counted in toHot (which
+// has the loop read in) until then.
 func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	const n = 200
 	tp := align.TP{Topic: "a", Partition: 0}
 	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	gt := newGate()
+	toHot := new(atomic.Int32)
+	gt := newGate(toHot)
 	gt.setHot(true)
 	h := &handler{p: p}
 	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
@@ -153,6 +156,9 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	if len(p.hot) != 0 {
 		t.Fatalf("%d records on hot while earlier ones wait on in", len(p.hot))
 	}
+	if got := toHot.Load(); got != 1 {
+		t.Fatalf("toHot = %d while the holder's records wait on in: want 1, so that the loop reads in", got)
+	}
 	for len(p.in) > 0 {
 		take(p.in)
 	}
@@ -160,6 +166,9 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 		if !take(p.hot) {
 			t.Fatalf("offset %d did not come on hot", next)
 		}
+	}
+	if got := toHot.Load(); got != 0 {
+		t.Errorf("toHot = %d once the claim sends on hot: want 0", got)
 	}
 	cancel()
 	if err := <-done; err != nil {

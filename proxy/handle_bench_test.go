@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +125,4 @@ func BenchmarkStep(b *testing.B) {
 }
 
 // benchGate is the claim gate every benchmarked delivery carries.
-var benchGate = newGate()
+var benchGate = newGate(new(atomic.Int32))

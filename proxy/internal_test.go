@@ -12,13 +12,15 @@ import (
 
 // held, one row per rule: nothing is held without a step in flight; at the
 // bound the holders are still read until a sealed phase waits for the
-// next transaction; in is held at the bound or at half of it waiting.
+// next transaction; in is held at the bound or at half of it waiting,
+// unless a holder's claim waits for its records there.
 func TestHeld(t *testing.T) {
 	const bound = 1 << 20
 	for _, c := range []struct {
 		name              string
 		inflight          bool
 		buffered, waiting int64
+		toHot             bool
 		holdIn, holdHot   bool
 	}{
 		{name: "no step in flight, over the bound", buffered: 2 * bound, waiting: bound},
@@ -27,8 +29,11 @@ func TestHeld(t *testing.T) {
 		{name: "in flight, at the bound, nothing sealed waiting: holders read", inflight: true, buffered: bound, holdIn: true},
 		{name: "in flight, at the bound, a sealed phase waiting: both held", inflight: true, buffered: bound, waiting: 1, holdIn: true, holdHot: true},
 		{name: "in flight, over the bound, a sealed phase waiting", inflight: true, buffered: 2 * bound, waiting: bound, holdIn: true, holdHot: true},
+		{name: "in flight, at the bound, a holder's records on in: in read", inflight: true, buffered: bound, toHot: true},
+		{name: "in flight, half the bound waiting, a holder's records on in: in read", inflight: true, buffered: bound - 1, waiting: bound / 2, toHot: true},
+		{name: "in flight, at the bound, a sealed phase and a holder's records on in: hot held", inflight: true, buffered: bound, waiting: 1, toHot: true, holdHot: true},
 	} {
-		holdIn, holdHot := held(c.inflight, c.buffered, c.waiting, bound)
+		holdIn, holdHot := held(c.inflight, c.buffered, c.waiting, bound, c.toHot)
 		if holdIn != c.holdIn || holdHot != c.holdHot {
 			t.Errorf("%s: held = in %v, hot %v; want %v, %v", c.name, holdIn, holdHot, c.holdIn, c.holdHot)
 		}

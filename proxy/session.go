@@ -51,6 +51,12 @@ type gate struct {
 	// channel to be taken before it sends on the other (switchable); the
 	// loop wakes it when it takes the last (handle).
 	switching atomic.Bool
+	// toHot is the generation's count of claims whose partition holds the
+	// watermark but whose earlier records still wait on in: the loop reads
+	// in while any does, held or not (lanes). waitsHot, the claim's own,
+	// says whether it counts itself there.
+	toHot    *atomic.Int32
+	waitsHot bool
 }
 
 // taken counts a record of the gate's partition as taken by the loop,
@@ -75,11 +81,28 @@ func (g *gate) switchable() bool {
 	return true
 }
 
+// waitHot counts the claim in toHot while it waits to send on hot (on),
+// and no longer once it does not; the claim calls it.
+func (g *gate) waitHot(on bool) {
+	if on == g.waitsHot {
+		return
+	}
+	g.waitsHot = on
+	if on {
+		g.toHot.Add(1)
+	} else {
+		g.toHot.Add(-1)
+	}
+}
+
 // delivering reports whether records of the partition are on their way
 // to the loop: queued in the claim or on a channel.
 func (g *gate) delivering() bool { return g.queued.Load() > 0 || g.pending.Load() > 0 }
 
-func newGate() *gate { return &gate{wake: make(chan struct{}, 1)} }
+// newGate returns an open gate counting in toHot (waitHot).
+func newGate(toHot *atomic.Int32) *gate {
+	return &gate{wake: make(chan struct{}, 1), toHot: toHot}
+}
 
 // set opens or closes the gate; the loop calls it.
 func (g *gate) set(closed bool) {
@@ -155,8 +178,9 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 	tp := align.TP{Topic: claim.Topic(), Partition: claim.Partition()}
 	gate := g.gates[tp]
 	if gate == nil {
-		gate = newGate() // a claim outside the generation's partitions: never closed
+		gate = newGate(new(atomic.Int32)) // a claim outside the generation's partitions: never closed
 	}
+	defer gate.waitHot(false)
 	var queue []delivery // sized once here; handle takes the size along
 	var queued int64     // the queue's bytes
 	limit := h.p.fetchSize
@@ -175,6 +199,7 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 		if lane != want && gate.switchable() {
 			lane = want
 		}
+		gate.waitHot(lane != want && want == h.p.hot)
 		var out chan<- delivery // nil (never ready) unless queued records may go
 		var next delivery
 		if !closed && len(queue) > 0 && lane == want {
@@ -280,7 +305,7 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 	}
 	assigned := s.Partitions()
 	for _, k := range assigned {
-		g.gates[k] = newGate()
+		g.gates[k] = newGate(&g.toHot)
 		p.metrics.initPartition(k)
 	}
 	p.view.SetGeneration(g.groupGen)
