@@ -170,7 +170,7 @@ func (p *Pipeline) applyReport(rec fleetRecord) {
 }
 
 // share tells the fleet what this instance's tasks know (applied to the
-// view at once, written to the watermark topic when it changed), then caps
+// view at once, queued for the watermark topic when it changed), then caps
 // the session by the fleet's global watermark and has it seal the phases
 // other tasks hold data of (docs/FLEET.md, F3 to F7). It reports whether
 // the cap rose: a Step may then seal more.
@@ -180,11 +180,7 @@ func (p *Pipeline) share(g *generation) bool {
 		rep := p.report(g, now)
 		fleet.ApplyEach(p.view, rep, g.tasks)
 		if g.due(rep, now) {
-			for _, id := range g.tasks {
-				rep.Task = int32(id)
-				p.deps.Reports.prod.Input() <- &sarama.ProducerMessage{Topic: p.cfg.WatermarkTopic, Partition: 0,
-					Key: sarama.ByteEncoder(rep.AppendKey(nil)), Value: sarama.ByteEncoder(rep.AppendValue(nil))}
-			}
+			p.toWrite.put(reportJob{rep: rep, tasks: g.tasks})
 			g.sent, g.sentAt = rep, now
 		}
 	}
@@ -196,6 +192,104 @@ func (p *Pipeline) share(g *generation) bool {
 	g.s.Expect(p.view.DataPhases(g.s.Global(), global))
 	p.view.Prune()
 	return rose
+}
+
+// reportQueue hands the owned tasks' reports from the loop to
+// writeReports, so that a slow producer never stalls the loop: writing
+// them itself, one record per owned task, the loop waited on the
+// producer's input for up to 0.74 s (e2e P1, 256 tasks, while a
+// transaction step was in flight) and read no record meanwhile. A report
+// queued behind an unwritten one of the same generation and tasks takes
+// its place, naming the open phases of both (mergeOpen).
+type reportQueue struct {
+	mu     sync.Mutex
+	jobs   []reportJob
+	closed bool
+	ready  chan struct{} // capacity 1: jobs were queued, or the queue closed
+}
+
+// reportJob is one report to write for each of tasks.
+type reportJob struct {
+	rep   fleet.Report
+	tasks []tasks.ID
+}
+
+func newReportQueue() *reportQueue { return &reportQueue{ready: make(chan struct{}, 1)} }
+
+// put queues j; it never blocks.
+func (q *reportQueue) put(j reportJob) {
+	q.mu.Lock()
+	if n := len(q.jobs); n > 0 && q.jobs[n-1].rep.Generation == j.rep.Generation && slices.Equal(q.jobs[n-1].tasks, j.tasks) {
+		j.rep.Open = mergeOpen(q.jobs[n-1].rep.Open, j.rep.Open)
+		q.jobs[n-1] = j
+	} else {
+		q.jobs = append(q.jobs, j)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// close ends the queue: take returns what is left, then nothing.
+func (q *reportQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *reportQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for queued jobs and returns them in order; ok is false once
+// the queue is closed and empty.
+func (q *reportQueue) take() (jobs []reportJob, ok bool) {
+	for {
+		q.mu.Lock()
+		jobs, q.jobs = q.jobs, nil
+		closed := q.closed
+		q.mu.Unlock()
+		if len(jobs) > 0 || closed {
+			return jobs, len(jobs) > 0
+		}
+		<-q.ready
+	}
+}
+
+// mergeOpen is the open phases of a report and of the unwritten one it
+// replaces, ascending, the lowest fleet.MaxOpen. A phase is named open by
+// every report of its task until the task seals it (FLEET.md F7), so a
+// report that raised low past phase N while naming N must not be lost to
+// a later one that no longer names it: another instance reading only the
+// later one would seal N without writing N's marker.
+func mergeOpen(older, newer []uint64) []uint64 {
+	out := make([]uint64, 0, len(older)+len(newer))
+	out = append(append(out, older...), newer...)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	return out[:min(len(out), fleet.MaxOpen)]
+}
+
+// writeReports writes the queued reports to the watermark topic, one
+// record per task, until the queue is closed and empty.
+func (p *Pipeline) writeReports() {
+	for {
+		jobs, ok := p.toWrite.take()
+		if !ok {
+			return
+		}
+		for _, j := range jobs {
+			rep := j.rep
+			for _, id := range j.tasks {
+				rep.Task = int32(id)
+				p.deps.Reports.prod.Input() <- &sarama.ProducerMessage{Topic: p.cfg.WatermarkTopic, Partition: 0,
+					Key: sarama.ByteEncoder(rep.AppendKey(nil)), Value: sarama.ByteEncoder(rep.AppendValue(nil))}
+			}
+		}
+	}
 }
 
 // report is what this instance knows of each of its tasks now: the

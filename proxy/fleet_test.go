@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/phasegate/phasegate/fleet"
+	"github.com/phasegate/phasegate/tasks"
 )
 
 // The fleet summary counts tasks per owner, names this instance's and
@@ -67,3 +70,94 @@ func TestReportDue(t *testing.T) {
 		}
 	}
 }
+
+// The reports the loop queues are written in order, one record per task;
+// a report queued behind an unwritten one of the same generation and
+// tasks replaces it and names the open phases of both (FLEET.md F7), one
+// of another generation or other tasks waits its turn; what is queued
+// when the queue closes is still written. Without the merge, the record
+// of phase 3 (sealed by the time of the second report) is lost.
+func TestReportQueue(t *testing.T) {
+	rep := func(gen int32, low uint64, open ...uint64) fleet.Report {
+		return fleet.Report{Layout: 7, Low: low, High: low, Open: open, Owner: "a", Generation: gen}
+	}
+	in := make(chan *sarama.ProducerMessage)
+	p := &Pipeline{cfg: Config{WatermarkTopic: "w"}, toWrite: newReportQueue(), deps: Deps{Reports: &reportIO{prod: inputOnly{in: in}}}}
+	both := []tasks.ID{0, 1}
+	p.toWrite.put(reportJob{rep: rep(1, 3, 3), tasks: both})
+	p.toWrite.put(reportJob{rep: rep(1, 5, 4, 5), tasks: both})       // replaces it: open 3, 4, 5
+	p.toWrite.put(reportJob{rep: rep(2, 5, 5), tasks: []tasks.ID{1}}) // another generation: queued after
+	p.toWrite.put(reportJob{rep: rep(2, 6, 6), tasks: both})          // other tasks: queued after
+	p.toWrite.close()
+	done := make(chan struct{})
+	go func() { defer close(done); p.writeReports() }()
+
+	type written struct {
+		task int32
+		gen  int32
+		low  uint64
+		open []uint64
+	}
+	want := []written{
+		{0, 1, 5, []uint64{3, 4, 5}}, {1, 1, 5, []uint64{3, 4, 5}},
+		{1, 2, 5, []uint64{5}},
+		{0, 2, 6, []uint64{6}}, {1, 2, 6, []uint64{6}},
+	}
+	for i, w := range want {
+		var m *sarama.ProducerMessage
+		select {
+		case m = <-in:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("record %d of %d not written", i, len(want))
+		}
+		key, _ := m.Key.Encode()
+		value, _ := m.Value.Encode()
+		r, ok, err := fleet.DecodeReport(key, value)
+		if err != nil || !ok {
+			t.Fatalf("record %d: %v (ok %v)", i, err, ok)
+		}
+		if got := (written{r.Task, r.Generation, r.Low, r.Open}); got.task != w.task || got.gen != w.gen || got.low != w.low || !slices.Equal(got.open, w.open) || m.Topic != "w" {
+			t.Errorf("record %d: task %d generation %d low %d open %v on %s, want %+v on w", i, got.task, got.gen, got.low, got.open, m.Topic, w)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("writeReports did not return once the queue was closed and written")
+	}
+}
+
+// mergeOpen keeps the lowest fleet.MaxOpen of both lists, ascending,
+// each phase once.
+func TestMergeOpen(t *testing.T) {
+	many := make([]uint64, fleet.MaxOpen)
+	for i := range many {
+		many[i] = uint64(2 * i)
+	}
+	for _, c := range []struct {
+		name         string
+		older, newer []uint64
+		want         []uint64
+	}{
+		{name: "disjoint", older: []uint64{1, 2}, newer: []uint64{4}, want: []uint64{1, 2, 4}},
+		{name: "overlapping", older: []uint64{1, 2, 3}, newer: []uint64{2, 3, 4}, want: []uint64{1, 2, 3, 4}},
+		{name: "empty newer", older: []uint64{9}, want: []uint64{9}},
+		{name: "both empty", want: []uint64{}},
+	} {
+		if got := mergeOpen(c.older, c.newer); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	got := mergeOpen(many, []uint64{1})
+	if len(got) != fleet.MaxOpen || got[0] != 0 || got[1] != 1 || got[len(got)-1] != many[len(many)-2] {
+		t.Errorf("over MaxOpen: %d phases, %v .. %d; want %d, the lowest", len(got), got[:3], got[len(got)-1], fleet.MaxOpen)
+	}
+}
+
+// inputOnly is an AsyncProducer whose Input is in; nothing else is used.
+type inputOnly struct {
+	sarama.AsyncProducer
+	in chan *sarama.ProducerMessage
+}
+
+func (p inputOnly) Input() chan<- *sarama.ProducerMessage { return p.in }

@@ -61,6 +61,8 @@ type Pipeline struct {
 	ends    chan endReq
 	lags    chan lagReport
 	reports chan fleetRecord
+	// toWrite carries the owned tasks' reports to writeReports.
+	toWrite *reportQueue
 	// commits carries a Batch to the committer goroutine, done its result.
 	commits chan commitReq
 	done    chan commitDone
@@ -156,6 +158,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		ends:      make(chan endReq),
 		lags:      make(chan lagReport),
 		reports:   make(chan fleetRecord),
+		toWrite:   newReportQueue(),
 		commits:   make(chan commitReq, 1),
 		done:      make(chan commitDone, 1),
 		view:      fleet.NewView(d.Layout.Len(), d.Layout.Fingerprint()),
@@ -185,15 +188,19 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	wg.Go(func() { p.readReports(consumeCtx) })
 	commitsDone := make(chan struct{})
 	go func() { defer close(commitsDone); p.runCommits() }()
+	reportsDone := make(chan struct{})
+	go func() { defer close(reportsDone); p.writeReports() }()
 
 	err := p.loop(ctx, consumeDone)
 	p.transitions.flush(p.log, p.now(), true)
 	p.stopping.Store(true)
+	p.toWrite.close() // its last reports are written while readReports still takes the producer's errors
 	if cerr := p.awaitCommit(); cerr != nil && err == nil {
 		err = cerr
 	}
 	close(p.commits)
 	<-commitsDone
+	<-reportsDone
 	stopConsume()
 	p.drain(consumeDone)
 	wg.Wait()
