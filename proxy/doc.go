@@ -29,7 +29,9 @@
 //     transactions and a new session starts from offsets that include it;
 //     a shutdown lets it finish too. A transaction left open by
 //     StreamBatches is aborted when its generation ends (abortOpen) and
-//     at shutdown, so that it holds no read_committed reader back.
+//     at shutdown, so that it holds no read_committed reader back. Nor
+//     does the loop wait on the watermark topic: it queues its tasks'
+//     reports (reportQueue) for a writer goroutine.
 //   - The partitions holding the watermark are read first, and never wait
 //     on the others. sarama's fetcher for a broker sends its next fetch
 //     only once every partition of the last response has been taken, so a
@@ -39,8 +41,10 @@
 //     takes the hot channel (the holders' records, align Step.Holds)
 //     before in, and goes on taking it at the bound until a sealed phase
 //     waits (held). A holder leaves hot with the record that passes the
-//     watermark (align Outcome.Passed). A claim sends on a channel only when none of its
-//     records is left in the other, so they arrive in offset order.
+//     watermark (align Outcome.Passed). A claim sends on a channel only
+//     when none of its records is left in the other, so they arrive in
+//     offset order; while a holder's records wait on in, the loop reads
+//     in, held or not (gate.waitHot).
 //   - One way to rebuild state: a failed transaction that the producer
 //     survived (txn.Failure) and every rebalance drop the generation; the
 //     next session starts from the committed offsets and their metadata
