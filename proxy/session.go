@@ -167,7 +167,8 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // in order while the gate is open, on the hot channel while the partition
 // holds the watermark. It sends on a channel only once none of its records
 // waits on the other (gate.switchable): a partition that stopped holding
-// sends nothing more on hot. The fetches stop while the gate is closed or
+// sends nothing more on hot, and one that began holding has the loop read
+// in until its records there are taken (gate.waitHot). The fetches stop while the gate is closed or
 // the queue holds two fetches' worth (fetchBytes), and start again below
 // one: what was in flight still arrives and is queued. A smaller bound
 // costs throughput: with every partition of a broker paused, sarama
