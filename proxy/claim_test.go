@@ -156,9 +156,7 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	if len(p.hot) != 0 {
 		t.Fatalf("%d records on hot while earlier ones wait on in", len(p.hot))
 	}
-	if got := toHot.Load(); got != 1 {
-		t.Fatalf("toHot = %d while the holder's records wait on in: want 1, so that the loop reads in", got)
-	}
+	eventually("toHot to count the claim, whose records wait on in (the loop then reads in)", func() bool { return toHot.Load() == 1 })
 	for len(p.in) > 0 {
 		take(p.in)
 	}
@@ -196,5 +194,43 @@ func TestFetchBytes(t *testing.T) {
 		if got := fetchBytes(c.bound, c.partitions); got != c.want {
 			t.Errorf("fetchBytes(%d MiB, %d partitions) = %d KiB, want %d KiB", c.bound>>20, c.partitions, got>>10, c.want>>10)
 		}
+	}
+}
+
+// A claim that ends while it waits to send on hot (its records on in not
+// yet taken) no longer counts in toHot: a count left behind would have
+// the loop read in past the bound for the rest of the generation.
+func TestClaimEndingWhileWaitingForHotIsUncounted(t *testing.T) {
+	tp := align.TP{Topic: "a", Partition: 0}
+	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	toHot := new(atomic.Int32)
+	gt := newGate(toHot)
+	h := &handler{p: p}
+	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
+	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, 2*inCapacity)}
+	for off := range int64(2 * inCapacity) {
+		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.ConsumeClaim(nil, claim) }()
+	for deadline := time.Now().Add(5 * time.Second); len(p.in) < inCapacity; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the in channel to fill")
+		}
+	}
+	gt.setHot(true)
+	for deadline := time.Now().Add(5 * time.Second); toHot.Load() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("toHot = %d while the claim waits to send on hot: want 1", toHot.Load())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := toHot.Load(); got != 0 {
+		t.Errorf("toHot = %d after the claim ended: want 0", got)
 	}
 }

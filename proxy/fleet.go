@@ -146,7 +146,7 @@ func (p *Pipeline) readReports(ctx context.Context) {
 		case err := <-pc.Errors():
 			p.log.Warn("reading the watermark topic failed; phases wait for the other instances' reports", "topic", r.topic, "err", err)
 		case err := <-r.prod.Errors():
-			p.log.Warn("writing a task's watermark report failed; the next report replaces it", "topic", r.topic, "err", err.Err)
+			p.reportFailed(err)
 		}
 	}
 }
@@ -264,7 +264,10 @@ func (q *reportQueue) take() (jobs []reportJob, ok bool) {
 // every report of its task until the task seals it (FLEET.md F7), so a
 // report that raised low past phase N while naming N must not be lost to
 // a later one that no longer names it: another instance reading only the
-// later one would seal N without writing N's marker.
+// later one would seal N without writing N's marker. Past fleet.MaxOpen
+// the older phases can crowd out newer ones, as one report's own list
+// keeps its lowest (report): a task with more open phases than that
+// loses F7's guarantee either way.
 func mergeOpen(older, newer []uint64) []uint64 {
 	out := make([]uint64, 0, len(older)+len(newer))
 	out = append(append(out, older...), newer...)
@@ -274,8 +277,12 @@ func mergeOpen(older, newer []uint64) []uint64 {
 }
 
 // writeReports writes the queued reports to the watermark topic, one
-// record per task, until the queue is closed and empty.
+// record per task, until the queue is closed and empty. It takes the
+// producer's errors too while it waits on its input: at shutdown
+// readReports can be stuck handing a record to the loop, which has
+// returned, and a producer whose errors nobody takes stops taking input.
 func (p *Pipeline) writeReports() {
+	prod := p.deps.Reports.prod
 	for {
 		jobs, ok := p.toWrite.take()
 		if !ok {
@@ -285,11 +292,24 @@ func (p *Pipeline) writeReports() {
 			rep := j.rep
 			for _, id := range j.tasks {
 				rep.Task = int32(id)
-				p.deps.Reports.prod.Input() <- &sarama.ProducerMessage{Topic: p.cfg.WatermarkTopic, Partition: 0,
+				msg := &sarama.ProducerMessage{Topic: p.cfg.WatermarkTopic, Partition: 0,
 					Key: sarama.ByteEncoder(rep.AppendKey(nil)), Value: sarama.ByteEncoder(rep.AppendValue(nil))}
+				for sent := false; !sent; {
+					select {
+					case prod.Input() <- msg:
+						sent = true
+					case err := <-prod.Errors():
+						p.reportFailed(err)
+					}
+				}
 			}
 		}
 	}
+}
+
+// reportFailed logs a report the producer could not write.
+func (p *Pipeline) reportFailed(err *sarama.ProducerError) {
+	p.log.Warn("writing a task's watermark report failed; the next report replaces it", "topic", p.cfg.WatermarkTopic, "err", err.Err)
 }
 
 // report is what this instance knows of each of its tasks now: the
@@ -305,7 +325,7 @@ func (p *Pipeline) report(g *generation, now time.Time) fleet.Report {
 }
 
 // due reports whether rep must be written: it differs from the last one
-// written in its watermark phase, idleness, generation or open phases, or
+// queued in its watermark phase, idleness, generation or open phases, or
 // only in its time watermark or its marked phase (which others forget data
 // phases by, FLEET.md rule F8) and reportEvery has passed.
 func (g *generation) due(rep fleet.Report, now time.Time) bool {

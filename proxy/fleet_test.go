@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -71,24 +73,22 @@ func TestReportDue(t *testing.T) {
 	}
 }
 
-// The reports the loop queues are written in order, one record per task;
-// a report queued behind an unwritten one of the same generation and
-// tasks replaces it and names the open phases of both (FLEET.md F7), one
-// of another generation or other tasks waits its turn; what is queued
-// when the queue closes is still written. Without the merge, the record
-// of phase 3 (sealed by the time of the second report) is lost.
+// The reports the loop queues are written in order, one record per task.
+// A report queued while the writer is busy, behind an unwritten one of the
+// same generation and tasks, replaces it and names the open phases of both
+// (FLEET.md F7); one of another generation or of other tasks waits its
+// turn. A queued report wakes the writer; what is queued when the queue
+// closes is still written; a write error is taken (and logged) while the
+// writer waits on the producer's input. Without the merge, phase 3
+// (sealed by the time of the second report) would be named by no record.
 func TestReportQueue(t *testing.T) {
 	rep := func(gen int32, low uint64, open ...uint64) fleet.Report {
 		return fleet.Report{Layout: 7, Low: low, High: low, Open: open, Owner: "a", Generation: gen}
 	}
 	in := make(chan *sarama.ProducerMessage)
-	p := &Pipeline{cfg: Config{WatermarkTopic: "w"}, toWrite: newReportQueue(), deps: Deps{Reports: &reportIO{prod: inputOnly{in: in}}}}
-	both := []tasks.ID{0, 1}
-	p.toWrite.put(reportJob{rep: rep(1, 3, 3), tasks: both})
-	p.toWrite.put(reportJob{rep: rep(1, 5, 4, 5), tasks: both})       // replaces it: open 3, 4, 5
-	p.toWrite.put(reportJob{rep: rep(2, 5, 5), tasks: []tasks.ID{1}}) // another generation: queued after
-	p.toWrite.put(reportJob{rep: rep(2, 6, 6), tasks: both})          // other tasks: queued after
-	p.toWrite.close()
+	errs := make(chan *sarama.ProducerError, 1)
+	p := &Pipeline{cfg: Config{WatermarkTopic: "w"}, log: slog.New(slog.DiscardHandler), toWrite: newReportQueue(),
+		deps: Deps{Reports: &reportIO{prod: fakeReportProducer{in: in, errs: errs}}}}
 	done := make(chan struct{})
 	go func() { defer close(done); p.writeReports() }()
 
@@ -98,17 +98,13 @@ func TestReportQueue(t *testing.T) {
 		low  uint64
 		open []uint64
 	}
-	want := []written{
-		{0, 1, 5, []uint64{3, 4, 5}}, {1, 1, 5, []uint64{3, 4, 5}},
-		{1, 2, 5, []uint64{5}},
-		{0, 2, 6, []uint64{6}}, {1, 2, 6, []uint64{6}},
-	}
-	for i, w := range want {
+	next := func(i int, w written) {
+		t.Helper()
 		var m *sarama.ProducerMessage
 		select {
 		case m = <-in:
 		case <-time.After(5 * time.Second):
-			t.Fatalf("record %d of %d not written", i, len(want))
+			t.Fatalf("record %d (%+v) not written", i, w)
 		}
 		key, _ := m.Key.Encode()
 		value, _ := m.Value.Encode()
@@ -116,9 +112,32 @@ func TestReportQueue(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("record %d: %v (ok %v)", i, err, ok)
 		}
-		if got := (written{r.Task, r.Generation, r.Low, r.Open}); got.task != w.task || got.gen != w.gen || got.low != w.low || !slices.Equal(got.open, w.open) || m.Topic != "w" {
-			t.Errorf("record %d: task %d generation %d low %d open %v on %s, want %+v on w", i, got.task, got.gen, got.low, got.open, m.Topic, w)
+		if r.Task != w.task || r.Generation != w.gen || r.Low != w.low || !slices.Equal(r.Open, w.open) || m.Topic != "w" {
+			t.Errorf("record %d: task %d generation %d low %d open %v on %s, want %+v on w", i, r.Task, r.Generation, r.Low, r.Open, m.Topic, w)
 		}
+	}
+
+	both := []tasks.ID{0, 1}
+	p.toWrite.put(reportJob{rep: rep(1, 2, 2), tasks: both})
+	next(0, written{0, 1, 2, []uint64{2}}) // the writer woke; it now waits to write task 1's
+	errs <- &sarama.ProducerError{Err: errors.New("broker gone")}
+	for deadline := time.Now().Add(5 * time.Second); len(errs) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the write error was not taken while the writer waited on the producer's input")
+		}
+	}
+	p.toWrite.put(reportJob{rep: rep(1, 3, 3), tasks: both})
+	p.toWrite.put(reportJob{rep: rep(1, 5, 4, 5), tasks: both})       // replaces it: open 3, 4, 5
+	p.toWrite.put(reportJob{rep: rep(2, 5, 5), tasks: both})          // another generation: queued after
+	p.toWrite.put(reportJob{rep: rep(2, 6, 6), tasks: []tasks.ID{1}}) // other tasks: queued after
+	p.toWrite.close()
+	for i, w := range []written{
+		{1, 1, 2, []uint64{2}},
+		{0, 1, 5, []uint64{3, 4, 5}}, {1, 1, 5, []uint64{3, 4, 5}},
+		{0, 2, 5, []uint64{5}}, {1, 2, 5, []uint64{5}},
+		{1, 2, 6, []uint64{6}},
+	} {
+		next(i+1, w)
 	}
 	select {
 	case <-done:
@@ -150,14 +169,17 @@ func TestMergeOpen(t *testing.T) {
 	}
 	got := mergeOpen(many, []uint64{1})
 	if len(got) != fleet.MaxOpen || got[0] != 0 || got[1] != 1 || got[len(got)-1] != many[len(many)-2] {
-		t.Errorf("over MaxOpen: %d phases, %v .. %d; want %d, the lowest", len(got), got[:3], got[len(got)-1], fleet.MaxOpen)
+		t.Errorf("over MaxOpen: %d phases, up to %v; want %d, the lowest", len(got), got[len(got)-1], fleet.MaxOpen)
 	}
 }
 
-// inputOnly is an AsyncProducer whose Input is in; nothing else is used.
-type inputOnly struct {
+// fakeReportProducer is an AsyncProducer whose Input is in and Errors
+// errs; nothing else is used.
+type fakeReportProducer struct {
 	sarama.AsyncProducer
-	in chan *sarama.ProducerMessage
+	in   chan *sarama.ProducerMessage
+	errs chan *sarama.ProducerError
 }
 
-func (p inputOnly) Input() chan<- *sarama.ProducerMessage { return p.in }
+func (p fakeReportProducer) Input() chan<- *sarama.ProducerMessage { return p.in }
+func (p fakeReportProducer) Errors() <-chan *sarama.ProducerError  { return p.errs }

@@ -115,7 +115,7 @@ type generation struct {
 	// before they send on hot (gate.waitHot).
 	toHot atomic.Int32
 
-	// sent is the last report written for the tasks, at sentAt; floor the
+	// sent is the last report queued for the tasks, at sentAt; floor the
 	// fleet's global watermark the session is capped by (share), held the
 	// lowest task without a usable report (-1: none).
 	sent     fleet.Report
@@ -171,8 +171,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 
 // Run consumes until ctx ends or a fatal error (fencing, a lost group). On
 // ctx's end it shuts down in order: stop consuming (Ready fails from then
-// on), let the transaction in flight finish, leave the group, close the
-// producer. Records of open phases are not committed: the next owner reads
+// on), let the transaction in flight finish and the queued reports be
+// written, leave the group, close the producer. Records of open phases are not committed: the next owner reads
 // them again from the committed offsets. Run returns nil after a requested
 // shutdown.
 func (p *Pipeline) Run(ctx context.Context) error {
@@ -194,7 +194,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	err := p.loop(ctx, consumeDone)
 	p.transitions.flush(p.log, p.now(), true)
 	p.stopping.Store(true)
-	p.toWrite.close() // its last reports are written while readReports still takes the producer's errors
+	p.toWrite.close() // writeReports writes what is queued, then returns
 	if cerr := p.awaitCommit(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -397,7 +397,8 @@ func (p *Pipeline) lanes() (in, hot <-chan delivery) {
 //     before their pause waits on the channel. But a partition that
 //     begins holding while records of it wait there sends on hot only
 //     after them (gate.switchable), so in is read while such a partition
-//     waits (toHot): held, it waited for the whole transaction step (e2e
+//     waits (toHot; the loop sees the count at its next event, a tick at
+//     the latest): held, it waited for the whole transaction step (e2e
 //     P1: 1.7 s with its claim's records queued, in full and held, hot
 //     empty). What in gives past the bound then is what the channel holds
 //     (inCapacity), and what the loop takes before the claim sees its

@@ -128,7 +128,8 @@ var errStopping = errors.New("shutting down")
 
 // handler adapts sarama's ConsumerGroupHandler to the loop. Its methods run
 // on sarama's goroutines and only talk to the loop over channels; of a
-// generation they read only id, ctx and gates, which never change.
+// generation they read only id, ctx and gates, which never change, and
+// count themselves in its toHot (gate.waitHot).
 type handler struct {
 	p   *Pipeline
 	gen atomic.Pointer[generation]
@@ -168,9 +169,10 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // holds the watermark. It sends on a channel only once none of its records
 // waits on the other (gate.switchable): a partition that stopped holding
 // sends nothing more on hot, and one that began holding has the loop read
-// in until its records there are taken (gate.waitHot). The fetches stop while the gate is closed or
-// the queue holds two fetches' worth (fetchBytes), and start again below
-// one: what was in flight still arrives and is queued. A smaller bound
+// in until its records there are taken (gate.waitHot). The fetches stop
+// while the gate is closed or the queue holds two fetches' worth
+// (fetchBytes), and start again below one: what was in flight still
+// arrives and is queued. A smaller bound
 // costs throughput: with every partition of a broker paused, sarama
 // sleeps 100 ms before it looks again (256 records per claim ran make
 // bench's 5 partitions at 0.6-0.8x).
