@@ -97,21 +97,8 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 // has the loop read in) until then.
 func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	const n = 200
-	tp := align.TP{Topic: "a", Partition: 0}
-	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
+	p, gt, toHot, cancel, done := runClaim(n, true)
 	defer cancel()
-	toHot := new(atomic.Int32)
-	gt := newGate(toHot)
-	gt.setHot(true)
-	h := &handler{p: p}
-	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
-	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, n)}
-	for off := range int64(n) {
-		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.ConsumeClaim(nil, claim) }()
 	next := int64(0)
 	take := func(lane chan delivery) bool {
 		t.Helper()
@@ -201,20 +188,8 @@ func TestFetchBytes(t *testing.T) {
 // yet taken) no longer counts in toHot: a count left behind would have
 // the loop read in past the bound for the rest of the generation.
 func TestClaimEndingWhileWaitingForHotIsUncounted(t *testing.T) {
-	tp := align.TP{Topic: "a", Partition: 0}
-	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
+	p, gt, toHot, cancel, done := runClaim(2*inCapacity, false)
 	defer cancel()
-	toHot := new(atomic.Int32)
-	gt := newGate(toHot)
-	h := &handler{p: p}
-	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
-	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, 2*inCapacity)}
-	for off := range int64(2 * inCapacity) {
-		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.ConsumeClaim(nil, claim) }()
 	for deadline := time.Now().Add(5 * time.Second); len(p.in) < inCapacity; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting for the in channel to fill")
@@ -233,4 +208,25 @@ func TestClaimEndingWhileWaitingForHotIsUncounted(t *testing.T) {
 	if got := toHot.Load(); got != 0 {
 		t.Errorf("toHot = %d after the claim ended: want 0", got)
 	}
+}
+
+// runClaim runs ConsumeClaim over n records of one partition (offsets from
+// 0), its gate hot or not, counting in toHot; cancel ends the claim, done
+// gives its result.
+func runClaim(n int, hot bool) (p *Pipeline, gt *gate, toHot *atomic.Int32, cancel context.CancelFunc, done <-chan error) {
+	tp := align.TP{Topic: "a", Partition: 0}
+	p = &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	toHot = new(atomic.Int32)
+	gt = newGate(toHot)
+	gt.setHot(hot)
+	h := &handler{p: p}
+	h.gen.Store(&generation{id: 1, ctx: ctx, gates: map[align.TP]*gate{tp: gt}})
+	claim := &fakeClaim{tp: tp, msgs: make(chan *sarama.ConsumerMessage, n)}
+	for off := range int64(n) {
+		claim.msgs <- &sarama.ConsumerMessage{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+	}
+	result := make(chan error, 1)
+	go func() { result <- h.ConsumeClaim(nil, claim) }()
+	return p, gt, toHot, cancel, result
 }
