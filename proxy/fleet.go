@@ -117,7 +117,7 @@ func (r *reportIO) close() error {
 type fleetRecord struct{ key, value []byte }
 
 // readReports forwards every record of the watermark topic, from the
-// oldest, to the loop until ctx ends, and logs failed report writes.
+// oldest, to the loop until ctx ends.
 func (p *Pipeline) readReports(ctx context.Context) {
 	r := p.deps.Reports
 	var pc sarama.PartitionConsumer
@@ -145,8 +145,6 @@ func (p *Pipeline) readReports(ctx context.Context) {
 			}
 		case err := <-pc.Errors():
 			p.log.Warn("reading the watermark topic failed; phases wait for the other instances' reports", "topic", r.topic, "err", err)
-		case err := <-r.prod.Errors():
-			p.reportFailed(err)
 		}
 	}
 }
@@ -229,7 +227,7 @@ func (q *reportQueue) put(j reportJob) {
 	q.signal()
 }
 
-// close ends the queue: take returns what is left, then nothing.
+// close ends the queue: take returns what is left, and closed.
 func (q *reportQueue) close() {
 	q.mu.Lock()
 	q.closed = true
@@ -244,19 +242,13 @@ func (q *reportQueue) signal() {
 	}
 }
 
-// take waits for queued jobs and returns them in order; ok is false once
-// the queue is closed and empty.
-func (q *reportQueue) take() (jobs []reportJob, ok bool) {
-	for {
-		q.mu.Lock()
-		jobs, q.jobs = q.jobs, nil
-		closed := q.closed
-		q.mu.Unlock()
-		if len(jobs) > 0 || closed {
-			return jobs, len(jobs) > 0
-		}
-		<-q.ready
-	}
+// take returns the queued jobs in order, and whether the queue is closed
+// (nothing more will come); it never blocks.
+func (q *reportQueue) take() (jobs []reportJob, closed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	jobs, q.jobs = q.jobs, nil
+	return jobs, q.closed
 }
 
 // mergeOpen is the open phases of a report and of the unwritten one it
@@ -277,17 +269,13 @@ func mergeOpen(older, newer []uint64) []uint64 {
 }
 
 // writeReports writes the queued reports to the watermark topic, one
-// record per task, until the queue is closed and empty. It takes the
-// producer's errors too while it waits on its input: at shutdown
-// readReports can be stuck handing a record to the loop, which has
-// returned, and a producer whose errors nobody takes stops taking input.
+// record per task, until the queue is closed and empty. It is the report
+// producer's only user, and takes its errors whatever it waits for: a
+// producer whose errors nobody takes stops taking input.
 func (p *Pipeline) writeReports() {
 	prod := p.deps.Reports.prod
 	for {
-		jobs, ok := p.toWrite.take()
-		if !ok {
-			return
-		}
+		jobs, closed := p.toWrite.take()
 		for _, j := range jobs {
 			rep := j.rep
 			for _, id := range j.tasks {
@@ -303,6 +291,14 @@ func (p *Pipeline) writeReports() {
 					}
 				}
 			}
+		}
+		if closed {
+			return
+		}
+		select {
+		case <-p.toWrite.ready:
+		case err := <-prod.Errors():
+			p.reportFailed(err)
 		}
 	}
 }

@@ -79,7 +79,8 @@ func TestReportDue(t *testing.T) {
 // (FLEET.md F7); one of another generation or of other tasks waits its
 // turn. A queued report wakes the writer; what is queued when the queue
 // closes is still written; a write error is taken (and logged) while the
-// writer waits on the producer's input. Without the merge, phase 3
+// writer waits for work and while it waits on the producer's input (it is
+// the producer's only user). Without the merge, phase 3
 // (sealed by the time of the second report) would be named by no record.
 func TestReportQueue(t *testing.T) {
 	rep := func(gen int32, low uint64, open ...uint64) fleet.Report {
@@ -117,15 +118,20 @@ func TestReportQueue(t *testing.T) {
 		}
 	}
 
+	taken := func(when string) {
+		t.Helper()
+		errs <- &sarama.ProducerError{Err: errors.New("broker gone")}
+		for deadline := time.Now().Add(5 * time.Second); len(errs) > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the write error was not taken while the writer %s", when)
+			}
+		}
+	}
+	taken("waited for work")
 	both := []tasks.ID{0, 1}
 	p.toWrite.put(reportJob{rep: rep(1, 2, 2), tasks: both})
 	next(0, written{0, 1, 2, []uint64{2}}) // the writer woke; it now waits to write task 1's
-	errs <- &sarama.ProducerError{Err: errors.New("broker gone")}
-	for deadline := time.Now().Add(5 * time.Second); len(errs) > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the write error was not taken while the writer waited on the producer's input")
-		}
-	}
+	taken("waited on the producer's input")
 	p.toWrite.put(reportJob{rep: rep(1, 3, 3), tasks: both})
 	p.toWrite.put(reportJob{rep: rep(1, 5, 4, 5), tasks: both})       // replaces it: open 3, 4, 5
 	p.toWrite.put(reportJob{rep: rep(2, 5, 5), tasks: both})          // another generation: queued after

@@ -172,9 +172,9 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 // Run consumes until ctx ends or a fatal error (fencing, a lost group). On
 // ctx's end it shuts down in order: stop consuming (Ready fails from then
 // on), let the transaction in flight finish and the queued reports be
-// written, leave the group, close the producer. Records of open phases are not committed: the next owner reads
-// them again from the committed offsets. Run returns nil after a requested
-// shutdown.
+// written, leave the group, close the producer. Records of open phases are
+// not committed: the next owner reads them again from the committed
+// offsets. Run returns nil after a requested shutdown.
 func (p *Pipeline) Run(ctx context.Context) error {
 	consumeCtx, stopConsume := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
