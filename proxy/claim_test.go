@@ -44,7 +44,7 @@ func TestClaimKeepsOrderAcrossHotChanges(t *testing.T) {
 	const n = 3000
 	tp := align.TP{Topic: "a", Partition: 0}
 	group := &pauseCounter{}
-	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: group}, fetchSize: fetchBytes(0, 1)}
+	p := &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: group}, fetchSize: FetchBytes(0, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gt := newGate(new(atomic.Int32))
@@ -161,7 +161,7 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 	}
 }
 
-// fetchBytes shares an 8th of the buffer bound out over the input
+// FetchBytes shares an 8th of the buffer bound out over the input
 // partitions (the claims queue up to twice it each), within 16 KiB..1 MiB.
 func TestFetchBytes(t *testing.T) {
 	for _, c := range []struct {
@@ -178,8 +178,8 @@ func TestFetchBytes(t *testing.T) {
 		{bound: 1 << 20, partitions: 1, want: 16 << 10},       // the floor
 		{bound: 1 << 40, partitions: 1000, want: 1 << 20},     // the cap
 	} {
-		if got := fetchBytes(c.bound, c.partitions); got != c.want {
-			t.Errorf("fetchBytes(%d MiB, %d partitions) = %d KiB, want %d KiB", c.bound>>20, c.partitions, got>>10, c.want>>10)
+		if got := FetchBytes(c.bound, c.partitions); got != c.want {
+			t.Errorf("FetchBytes(%d MiB, %d partitions) = %d KiB, want %d KiB", c.bound>>20, c.partitions, got>>10, c.want>>10)
 		}
 	}
 }
@@ -215,7 +215,7 @@ func TestClaimEndingWhileWaitingForHotIsUncounted(t *testing.T) {
 // gives its result.
 func runClaim(n int, hot bool) (p *Pipeline, gt *gate, toHot *atomic.Int32, cancel context.CancelFunc, done <-chan error) {
 	tp := align.TP{Topic: "a", Partition: 0}
-	p = &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: fetchBytes(0, 1)}
+	p = &Pipeline{in: make(chan delivery, inCapacity), hot: make(chan delivery, inCapacity), deps: Deps{Group: &pauseCounter{}}, fetchSize: FetchBytes(0, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	toHot = new(atomic.Int32)
 	gt = newGate(toHot)

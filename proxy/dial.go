@@ -51,7 +51,7 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 
 // ConsumerConfig is the consumer group's configuration: read_committed,
 // manual offsets (committed only by transactions), static membership when
-// instanceID is set. Dial sizes the fetches (fetchBytes) and adds the task
+// instanceID is set. Dial sizes the fetches (FetchBytes) and adds the task
 // assignment strategy once it knows the layout.
 func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 	c := k.Base()
@@ -66,7 +66,7 @@ func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 	return c
 }
 
-// fetchBytes is what one fetch asks of a partition: the buffer bound
+// FetchBytes is what one fetch asks of a partition: the buffer bound
 // shared out so that the claims of every input partition, each queuing up
 // to twice it (ConsumeClaim), hold an 8th of the bound between them, and
 // at most a 64th of it; within 16 KiB..1 MiB. What sarama fetched sits
@@ -76,7 +76,7 @@ func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 // in sarama's responses and records, over the soft memory limit of then
 // (the bound + 48 MiB), and the garbage collector took most of the CPU
 // (bench/results/2026-12-06-3d1219c7-15.md).
-func fetchBytes(maxBufferBytes int64, partitions int) int64 {
+func FetchBytes(maxBufferBytes int64, partitions int) int64 {
 	return min(max(maxBufferBytes/max(64, 16*int64(partitions)), 16<<10), 1<<20)
 }
 
@@ -126,7 +126,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 	}
 	strategy := tasks.NewStrategy(layout)
 	client.Config().Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
-	client.Config().Consumer.Fetch.Default = int32(fetchBytes(cfg.Watermarks.MaxBufferBytes, layout.InputPartitions()))
+	client.Config().Consumer.Fetch.Default = int32(FetchBytes(cfg.Watermarks.MaxBufferBytes, layout.InputPartitions()))
 	reports, err := dialReports(k, cfg, client, admin)
 	if err != nil {
 		closeAll()

@@ -36,7 +36,7 @@
 //     on the others. sarama's fetcher for a broker sends its next fetch
 //     only once every partition of the last response has been taken, so a
 //     claim never waits on the loop: it queues what sarama delivers and
-//     bounds its queue by pausing its own partition's fetches (fetchBytes,
+//     bounds its queue by pausing its own partition's fetches (FetchBytes,
 //     an 8th of the bound shared out over the partitions), and the loop
 //     takes the hot channel (the holders' records, align Step.Holds)
 //     before in, and goes on taking it at the bound until a sealed phase

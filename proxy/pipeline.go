@@ -49,7 +49,7 @@ type Pipeline struct {
 
 	outParts, quarParts int32
 	// fetchSize is what a fetch asks of each partition, as Dial set it in
-	// the consumer's configuration (fetchBytes); a claim queues up to
+	// the consumer's configuration (FetchBytes); a claim queues up to
 	// twice it.
 	fetchSize int64
 

@@ -171,7 +171,7 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
 // sends nothing more on hot, and one that began holding has the loop read
 // in until its records there are taken (gate.waitHot). The fetches stop
 // while the gate is closed or the queue holds two fetches' worth
-// (fetchBytes), and start again below one: what was in flight still
+// (FetchBytes), and start again below one: what was in flight still
 // arrives and is queued. A smaller bound
 // costs throughput: with every partition of a broker paused, sarama
 // sleeps 100 ms before it looks again (256 records per claim ran make

@@ -54,8 +54,10 @@
 // over BENCH_PARTITIONS_KEYS values, stamped from BENCH_PARTITIONS_AGE in the
 // past, relayed by phasegate (1 s phases, PHASEGATE_IDLE_TIMEOUT=1s) while
 // /phases is polled for partitions that hold the watermark with lag and do
-// not advance, then by the Kafka Streams pass-through; the row's topics are
-// deleted afterwards.
+// not advance, then by the Kafka Streams pass-through, then by the sarama
+// floor (floor.go: sarama alone copying the input, without alignment,
+// headers or transactions, at phasegate's fetch size for the layout and at
+// sarama's default); the row's topics are deleted afterwards.
 //
 // Then the instances step (issue 11): one input of BENCH_RECORDS records,
 // forks of 6 + 6 partitions, an output of 6 (partition routing: 6 tasks),

@@ -23,7 +23,10 @@ type partitionsRun struct {
 	Empty    int // input partitions without a record
 	Relay    *relayResult
 	Streams  *streamsResult
-	Err      error
+	// Floors are the sarama floor's runs: at phasegate's fetch size for
+	// the layout first, then at sarama's default when that differs.
+	Floors []*floorResult
+	Err    error
 }
 
 // partitionsLayout splits total input partitions over two forks (the
@@ -40,9 +43,10 @@ func partitionsLayout(total int) (a, b, out int32) {
 }
 
 // partitions writes the keyed input for total partitions and relays it with
-// phasegate (1 run, /phases polled for starving watermark holders) and with
-// the Kafka Streams pass-through (BENCH_PARTITIONS_STREAMS_THREADS threads),
-// then deletes the row's topics so the next row meets a light broker.
+// phasegate (1 run, /phases polled for starving watermark holders), with
+// the Kafka Streams pass-through (BENCH_PARTITIONS_STREAMS_THREADS threads)
+// and with the sarama floor (floors), then deletes the row's topics so the
+// next row meets a light broker.
 func (r *runner) partitions(ctx context.Context, total, records int, rate float64) *partitionsRun {
 	c := r.cfg
 	a, b, out := partitionsLayout(total)
@@ -83,6 +87,9 @@ func (r *runner) partitions(ctx context.Context, total, records int, rate float6
 	pr.Relay = r.relay(ctx, fmt.Sprintf("parts-%d-relay", total), in, c.PartitionsSize, env)
 	if ctx.Err() == nil {
 		pr.Streams = r.streamsRelay(ctx, fmt.Sprintf("parts-%d-streams", total), in, c.PartitionsSize, c.PartitionsStreams)
+	}
+	if pr.Relay != nil && pr.Relay.MaxBuffer > 0 {
+		pr.Floors = r.floors(ctx, name, in, pr.Relay.MaxBuffer, total)
 	}
 	return pr
 }

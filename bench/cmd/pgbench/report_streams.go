@@ -145,22 +145,32 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 					optS(s.FirstS), s.CPU/float64(s.Records)*1e6, s.BrokerCPU/float64(s.Records)*1e6, mib(s.HWM), optS(s.RunningS))
 			}
 		}
+		for _, f := range p.Floors {
+			who := "sarama floor, " + fetchSize(f.FetchBytes) + " fetches"
+			if f.Err != nil {
+				fmt.Fprintf(b, "%s | %s | failed%s | %s |\n", lead, who, emptyCells, oneLine(f.Err))
+				continue
+			}
+			fmt.Fprintf(b, "%s | %s | %s | %s | %s | %.1f | %.1f | - | - | consume → produce only; times are producer acknowledgements |\n", lead, who, thousands(f.rate()), optRate(f.Steady),
+				optS(f.FirstS), f.CPU/float64(f.Records)*1e6, f.BrokerCPU/float64(f.Records)*1e6)
+		}
 	}
-	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate: every offset but each partition's trailer, which commits only after PHASEGATE_IDLE_TIMEOUT; its /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution).\n\n")
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate: every offset but each partition's trailer, which commits only after PHASEGATE_IDLE_TIMEOUT; its /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution). The sarama floor: the same input copied by sarama alone (a consumer group, read_committed, whose claims hand each record to one idempotent acks=all async producer with the sidecar's flush settings, to input partition mod output partitions), without alignment, headers or transactions, each of which only adds work: its rate bounds what any relay built on sarama reaches here. It runs at the fetch size phasegate gives each partition for the layout (proxy.FetchBytes: an 8th of PHASEGATE_MAX_BUFFER_BYTES shared out, within 16 KiB..1 MiB), then at sarama's default when that differs; its records/s count every input record (trailers included) from the client's creation to the last acknowledgement, steady from the first acknowledgement; CPU is pgbench's, which does nothing else meanwhile.\n\n")
 	renderPartitionRatios(b, s)
 }
 
+// renderPartitionRatios is the partitions step's ratios to its first row
+// and to the peers; renderPartitions calls it with at least one row.
 func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 	var base float64
-	if len(s.Partitions) > 0 && s.Partitions[0].Relay.ok() {
+	if s.Partitions[0].Relay.ok() {
 		base = s.Partitions[0].Relay.Steady
 	}
-	first := 0
-	if len(s.Partitions) > 0 {
-		first = s.Partitions[0].Total
-	}
+	first := s.Partitions[0].Total
+	floorBase := floorAtPhasegateFetch(s.Partitions[0]).Steady
 	fmt.Fprintf(b, "| input partitions | phasegate steady ÷ its steady at %d partitions |", first)
-	b.WriteString(" steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |\n|--:|--:|--:|--:|--:|\n")
+	b.WriteString(" steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |")
+	fmt.Fprintf(b, " sarama floor steady ÷ its steady at %d partitions (phasegate's fetch sizes) | phasegate steady ÷ the sarama floor's (same fetch size) |\n|--:|--:|--:|--:|--:|--:|--:|\n", first)
 	for _, p := range s.Partitions {
 		if p.Relay == nil || p.Streams == nil {
 			continue
@@ -173,9 +183,30 @@ func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 				first = ratio(p.Relay.FirstS, p.Streams.FirstS)
 			}
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", p.Total, pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first)
+		fl, vsFloor := floorAtPhasegateFetch(p), "-"
+		if p.Relay.ok() {
+			vsFloor = ratio(p.Relay.Steady, fl.Steady)
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s |\n", p.Total, pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first, ratio(fl.Steady, floorBase), vsFloor)
 	}
 	b.WriteString("\n")
+}
+
+// floorAtPhasegateFetch is a row's sarama floor at phasegate's fetch size,
+// zero when it did not run or failed.
+func floorAtPhasegateFetch(p *partitionsRun) floorResult {
+	if len(p.Floors) == 0 || !p.Floors[0].ok() {
+		return floorResult{}
+	}
+	return *p.Floors[0]
+}
+
+// fetchSize is a fetch size in KiB or MiB.
+func fetchSize(n int32) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 // streamsMethod is added to the report's method note when a Streams step ran.
@@ -242,7 +273,15 @@ func renderTargets12And15(b *strings.Builder, c config, s *suiteResult) {
 		if p.Relay == nil || p.Total < 8 {
 			continue
 		}
-		steady = append(steady, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), base, 0.8)))
+		line := fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), base, 0.8))
+		if fl := floorAtPhasegateFetch(p); fl.Steady > 0 && base > 0 {
+			line += fmt.Sprintf(" (the sarama floor at phasegate's fetch size: %.2f×", fl.Steady/base)
+			if fl.Steady < 0.8*base {
+				line += ", so out of reach with sarama here"
+			}
+			line += ")"
+		}
+		steady = append(steady, line)
 		if p.Streams != nil {
 			vsStreams = append(vsStreams, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), p.Streams.Steady*boolf(p.Streams.ok()), 1.5)))
 			startup = append(startup, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.rate(), p.Streams.rate(), 1)))
