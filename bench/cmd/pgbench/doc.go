@@ -57,7 +57,7 @@
 // not advance, then by the Kafka Streams pass-through, then by the sarama
 // floor (floor.go: sarama alone copying the input, without alignment,
 // headers or transactions, at phasegate's fetch size for the layout and at
-// sarama's default); the row's topics are deleted afterwards.
+// sarama's default when that differs); the row's topics are deleted afterwards.
 //
 // Then the instances step (issue 11): one input of BENCH_RECORDS records,
 // forks of 6 + 6 partitions, an output of 6 (partition routing: 6 tasks),

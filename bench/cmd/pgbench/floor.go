@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,7 +22,6 @@ type floorResult struct {
 	Records    int64 // every input record, trailers included
 	Seconds    float64
 	FirstS     float64 // start → the first record acknowledged
-	Steady     float64 // records after the first acknowledgement ÷ first → last
 	CPU        float64 // pgbench's utime+stime over the run (it does nothing else meanwhile)
 	BrokerCPU  float64
 	Err        error
@@ -54,21 +54,44 @@ func (r *runner) floors(ctx context.Context, name string, in relayInput, maxBuff
 		f := r.floor(sctx, fmt.Sprintf("%s-floor-%d", name, fb), in, fb)
 		cancel()
 		r.log.Info("sarama floor", "run", name, "fetch_bytes", fb, "records", f.Records, "seconds", f.Seconds,
-			"steady", f.Steady, "cpu_s", f.CPU, "broker_cpu_s", f.BrokerCPU, "err", f.Err)
+			"cpu_s", f.CPU, "broker_cpu_s", f.BrokerCPU, "err", f.Err)
 		out = append(out, f)
 	}
 	return out
 }
 
+// floorKafka is the sidecar's client settings at its defaults
+// (PHASEGATE_KAFKA_VERSION, PHASEGATE_SESSION_TIMEOUT,
+// PHASEGATE_MAX_RECORD_BYTES).
+func floorKafka(brokers []string) proxy.Kafka {
+	return proxy.Kafka{
+		Brokers: brokers,
+		Base: func() *sarama.Config {
+			c := sarama.NewConfig()
+			c.Version = sarama.V3_9_0_0
+			return c
+		},
+		SessionTimeout: 30 * time.Second,
+		MaxRecordBytes: 1000000,
+	}
+}
+
+// errRebalanced fails a floor run whose group began a second session: it
+// would read the input again from the start (no offsets are committed).
+var errRebalanced = errors.New("floor: the group rebalanced")
+
 // floor copies every record of in's topics into a fresh topic of
-// in.OutParts partitions, input partition mod in.OutParts (as phasegate's
-// partition routing), with sarama alone: a consumer group
-// (read_committed, offsets never committed) whose claims hand each record
-// to one async producer (idempotent, acks=all, the sidecar's flush
-// settings) without headers, alignment or transactions. Each of those
-// only adds work, so its rate bounds from above what any relay built on
-// sarama reaches on this layout and machine. It is done when the producer
-// has acknowledged as many records as the input holds.
+// in.outParts() partitions, input partition mod that (as phasegate's
+// partition routing), with sarama alone and the sidecar's client settings
+// (proxy.Kafka's ConsumerConfig and a ProducerConfig without a
+// transactional ID): a consumer group whose claims queue each record (as
+// the sidecar's do, so sarama's fetcher never waits on them) for one
+// idempotent async producer, without headers, alignment or transactions.
+// Each of those only adds work, so its rate (every record fetched and
+// produced, from the clients' creation to the last acknowledgement) bounds
+// from above what a relay built on sarama reaches on this layout and
+// machine. It is done when the producer has acknowledged as many records as
+// the input holds.
 func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int32) *floorResult {
 	res := &floorResult{FetchBytes: fetch}
 	brokers := r.cfg.Brokers
@@ -79,38 +102,21 @@ func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int
 	}
 	ends, err := endOffsets(ctx, kadm.NewClient(cl), in.Topics)
 	cl.Close()
+	res.Records = sumOffsets(ends)
 	if err == nil {
-		err = createTopics(ctx, brokers, topicSpec{out, in.OutParts})
+		err = createTopics(ctx, brokers, topicSpec{out, in.outParts()})
 	}
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	ends.Each(func(o kadm.ListedOffset) { res.Records += o.Offset })
-
-	base := func() *sarama.Config {
-		c := sarama.NewConfig()
-		c.Version = sarama.V3_9_0_0 // the sidecar's default PHASEGATE_KAFKA_VERSION
-		return c
-	}
-	pc := base()
-	pc.Producer.Idempotent = true
-	pc.Producer.RequiredAcks = sarama.WaitForAll
-	pc.Net.MaxOpenRequests = 1
-	pc.Producer.Return.Successes = true
-	pc.Producer.Partitioner = sarama.NewManualPartitioner
-	pc.Producer.Flush.Bytes = 1 << 20
-	pc.Producer.Flush.Messages = 10000
-	pc.Producer.Flush.Frequency = 5 * time.Millisecond
-	cc := base()
-	cc.Consumer.IsolationLevel = sarama.ReadCommitted
-	cc.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cc.Consumer.Offsets.AutoCommit.Enable = false
+	k := floorKafka(brokers)
+	cc := k.ConsumerConfig("")
 	cc.Consumer.Fetch.Default = fetch
 
 	cpu0, broker0 := selfCPU(), r.brokerCPU()
 	start := time.Now()
-	prod, err := sarama.NewAsyncProducer(brokers, pc)
+	prod, err := sarama.NewAsyncProducer(brokers, k.ProducerConfig(""))
 	if err != nil {
 		res.Err = err
 		return res
@@ -126,12 +132,15 @@ func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int
 	defer cancel()
 	consumed := make(chan error, 1)
 	go func() {
+		h := &floorHandler{prod: prod, out: out, parts: in.outParts()}
 		var err error
 		for cctx.Err() == nil && err == nil {
-			err = group.Consume(cctx, in.Topics, floorHandler{prod: prod, out: out, parts: in.OutParts})
+			err = group.Consume(cctx, in.Topics, h)
 		}
 		consumed <- err
 	}()
+	stall := time.NewTimer(r.cfg.StallTimeout)
+	defer stall.Stop()
 	var acked int64
 	var first time.Time
 	for acked < res.Records {
@@ -140,49 +149,70 @@ func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int
 			if acked++; acked == 1 {
 				first = time.Now()
 			}
+			stall.Reset(r.cfg.StallTimeout)
 		case err := <-prod.Errors():
 			res.Err = fmt.Errorf("floor: produce: %w", err)
 			return res
 		case err := <-consumed:
 			res.Err = fmt.Errorf("floor: consume ended with %d of %d records acknowledged: %w", acked, res.Records, errors.Join(err, ctx.Err()))
 			return res
+		case <-stall.C:
+			res.Err = fmt.Errorf("floor: no record acknowledged for %s (%d of %d)", r.cfg.StallTimeout, acked, res.Records)
+			return res
 		}
 	}
-	end := time.Now()
 	res.CPU, res.BrokerCPU = selfCPU()-cpu0, r.brokerCPU()-broker0
-	res.Seconds = end.Sub(start).Seconds()
+	res.Seconds = time.Since(start).Seconds()
 	res.FirstS = first.Sub(start).Seconds()
-	if end.After(first) {
-		res.Steady = float64(res.Records-1) / end.Sub(first).Seconds()
-	}
 	return res
 }
 
 type floorHandler struct {
-	prod  sarama.AsyncProducer
-	out   string
-	parts int32
+	prod     sarama.AsyncProducer
+	out      string
+	parts    int32
+	sessions atomic.Int32
 }
 
-func (floorHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (floorHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *floorHandler) Setup(sarama.ConsumerGroupSession) error {
+	if h.sessions.Add(1) > 1 {
+		return errRebalanced
+	}
+	return nil
+}
 
-func (h floorHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
-	for m := range c.Messages() {
-		pm := &sarama.ProducerMessage{Topic: h.out, Partition: m.Partition % h.parts, Timestamp: m.Timestamp}
-		if m.Key != nil {
-			pm.Key = sarama.ByteEncoder(m.Key)
-		}
-		if m.Value != nil {
-			pm.Value = sarama.ByteEncoder(m.Value)
+func (*floorHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+// ConsumeClaim queues what sarama delivers and hands it to the producer in
+// order.
+func (h *floorHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	var queue []*sarama.ProducerMessage
+	for {
+		var input chan<- *sarama.ProducerMessage // nil (never ready) while the queue is empty
+		var next *sarama.ProducerMessage
+		if len(queue) > 0 {
+			input, next = h.prod.Input(), queue[0]
 		}
 		select {
-		case h.prod.Input() <- pm:
+		case m, ok := <-c.Messages():
+			if !ok {
+				return nil
+			}
+			pm := &sarama.ProducerMessage{Topic: h.out, Partition: m.Partition % h.parts, Timestamp: m.Timestamp}
+			if m.Key != nil {
+				pm.Key = sarama.ByteEncoder(m.Key)
+			}
+			if m.Value != nil {
+				pm.Value = sarama.ByteEncoder(m.Value)
+			}
+			queue = append(queue, pm)
+		case input <- next:
+			queue[0] = nil
+			queue = queue[1:]
 		case <-s.Context().Done():
 			return nil
 		}
 	}
-	return nil
 }
 
 // selfCPU is this process's utime+stime in seconds.
@@ -191,5 +221,5 @@ func selfCPU() float64 {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
 	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	return tv(ru.Utime) + tv(ru.Stime)
 }

@@ -138,7 +138,7 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 		res.Err = fmt.Errorf("input end offsets: %w", err)
 		return res
 	}
-	ends.Each(func(o kadm.ListedOffset) { res.InOffsets += o.Offset })
+	res.InOffsets = sumOffsets(ends)
 	broker0 := r.brokerCPU()
 	a, err := r.startStreams(app, in.Topics, out, threads)
 	if err != nil {
@@ -177,6 +177,14 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 }
 
 // endOffsets lists the end offsets of topics' partitions.
+// sumOffsets is the sum of end offsets: the records of an input (written
+// without transactions, so it holds no control records).
+func sumOffsets(ends kadm.ListedOffsets) int64 {
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}
+
 func endOffsets(ctx context.Context, adm *kadm.Client, topics []string) (kadm.ListedOffsets, error) {
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err == nil {
