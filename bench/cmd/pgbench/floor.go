@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -60,22 +61,6 @@ func (r *runner) floors(ctx context.Context, name string, in relayInput, maxBuff
 	return out
 }
 
-// floorKafka is the sidecar's client settings at its defaults
-// (PHASEGATE_KAFKA_VERSION, PHASEGATE_SESSION_TIMEOUT,
-// PHASEGATE_MAX_RECORD_BYTES).
-func floorKafka(brokers []string) proxy.Kafka {
-	return proxy.Kafka{
-		Brokers: brokers,
-		Base: func() *sarama.Config {
-			c := sarama.NewConfig()
-			c.Version = sarama.V3_9_0_0
-			return c
-		},
-		SessionTimeout: 30 * time.Second,
-		MaxRecordBytes: 1000000,
-	}
-}
-
 // errRebalanced fails a floor run whose group began a second session: it
 // would read the input again from the start (no offsets are committed).
 var errRebalanced = errors.New("floor: the group rebalanced")
@@ -84,7 +69,7 @@ var errRebalanced = errors.New("floor: the group rebalanced")
 // in.outParts() partitions, input partition mod that (as phasegate's
 // partition routing), with sarama alone and the sidecar's client settings
 // (proxy.Kafka's ConsumerConfig and a ProducerConfig without a
-// transactional ID): a consumer group whose claims queue each record (as
+// transactional ID, from inproc.KafkaFor): a consumer group whose claims queue each record (as
 // the sidecar's do, so sarama's fetcher never waits on them) for one
 // idempotent async producer, without headers, alignment or transactions.
 // Each of those only adds work, so its rate (every record fetched and
@@ -110,7 +95,7 @@ func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int
 		res.Err = err
 		return res
 	}
-	k := floorKafka(brokers)
+	k := inproc.KafkaFor(brokers) // the tests' client settings: only timeouts differ from the sidecar's defaults
 	cc := k.ConsumerConfig("")
 	cc.Consumer.Fetch.Default = fetch
 
