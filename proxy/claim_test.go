@@ -184,6 +184,37 @@ func TestFetchBytes(t *testing.T) {
 	}
 }
 
+// detach moves a record's bytes out of the fetch response into a buffer of
+// their own: the message reads the same after the response's bytes change,
+// null stays null and empty stays empty.
+func TestDetach(t *testing.T) {
+	raw := []byte("kkvvvhhHH")
+	m := &sarama.ConsumerMessage{Key: raw[0:2], Value: raw[2:5], Headers: []*sarama.RecordHeader{
+		{Key: raw[5:7], Value: raw[7:9]},
+		{Key: raw[0:0], Value: nil},
+	}}
+	if n := detach(m); n != 9 {
+		t.Errorf("detach = %d bytes, want 9", n)
+	}
+	for i := range raw {
+		raw[i] = 'x' // sarama's next use of the response
+	}
+	if string(m.Key) != "kk" || string(m.Value) != "vvv" || string(m.Headers[0].Key) != "hh" || string(m.Headers[0].Value) != "HH" {
+		t.Errorf("after detach and a change of the response: key %q value %q header %q=%q", m.Key, m.Value, m.Headers[0].Key, m.Headers[0].Value)
+	}
+	if h := m.Headers[1]; h.Key == nil || len(h.Key) != 0 || h.Value != nil {
+		t.Errorf("second header: key %#v value %#v, want empty and null", h.Key, h.Value)
+	}
+	m.Key = append(m.Key, 'z') // the copies hold no spare capacity over each other
+	if string(m.Value) != "vvv" {
+		t.Errorf("appending to the key changed the value: %q", m.Value)
+	}
+	null := &sarama.ConsumerMessage{Value: []byte{}}
+	if detach(null); null.Key != nil || null.Value == nil {
+		t.Errorf("null key %#v, empty value %#v after detach", null.Key, null.Value)
+	}
+}
+
 // A claim that ends while it waits to send on hot (its records on in not
 // yet taken) no longer counts in toHot: a count left behind would have
 // the loop read in past the bound for the rest of the generation.

@@ -213,7 +213,7 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 			if !ok {
 				return nil // queued records are read again by the next session
 			}
-			d := delivery{gen: g.id, msg: msg, gate: gate, size: messageBytes(msg)}
+			d := delivery{gen: g.id, msg: msg, gate: gate, size: detach(msg)}
 			queue = append(queue, d)
 			queued += d.size
 			gate.queued.Store(int32(len(queue)))
@@ -228,6 +228,32 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 			return nil
 		}
 	}
+}
+
+// detach copies a record's key, value and header bytes into one buffer of
+// their own and points the message at it, and returns their size
+// (messageBytes). sarama's slices point into the whole fetch response, which
+// one record held in the buffer would keep alive, every partition's bytes
+// of that response with it. At 2,048 partitions a heap profile held 137 MB
+// of responses beside 91 MB of parsed records; with the copies the heap
+// live after a collection peaked at 370 MB instead of 408 MB, and the
+// collector, held to the soft memory limit, took 10-11 % of the CPU instead
+// of 12-13 % (README, Performance). Empty and null stay apart.
+func detach(m *sarama.ConsumerMessage) int64 {
+	n := messageBytes(m)
+	buf := make([]byte, 0, n)
+	own := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	m.Key, m.Value = own(m.Key), own(m.Value)
+	for _, h := range m.Headers {
+		h.Key, h.Value = own(h.Key), own(h.Value)
+	}
+	return n
 }
 
 // messageBytes is a record's key, value and headers.

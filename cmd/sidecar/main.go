@@ -202,10 +202,11 @@ const memoryHeadroom = 48 << 20
 // limitMemory sets Go's soft memory limit to twice the buffer bound plus
 // headroom, unless GOMEMLIMIT is set. Without a limit the collector lets
 // the heap grow to twice the live data whatever the bound. Twice: a full
-// buffer costs more than it counts (the client's responses and messages: a
-// live heap of 330-350 MB after each collection at 2,048 partitions under
-// the 256 MiB bound), and the collector needs room in proportion to the
-// live heap. At the bound + 48 MiB it ran without pause there: 153
+// buffer costs more than it counts (the client's messages, and its fetch
+// responses until the claims copied the records out of them: a live heap
+// of 300-370 MB after each collection at 2,048 partitions under the 256
+// MiB bound; README, Performance), and the collector needs room in
+// proportion to the live heap. At the bound + 48 MiB it ran without pause there: 153
 // collections and 35 % of the CPU in 26 s, at under half the throughput
 // (bench/results/2026-12-06-3d1219c7-22.md; -24.md at twice the bound: 29).
 func limitMemory(environ map[string]string, cfg Config, log *slog.Logger) {
