@@ -114,16 +114,8 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 			return false
 		}
 	}
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
-	}
 
-	eventually("the hot channel to fill", func() bool { return len(p.hot) == inCapacity })
+	waitFor(t, 5*time.Second, "the hot channel to fill", func() bool { return len(p.hot) == inCapacity })
 	for range 10 {
 		take(p.hot)
 	}
@@ -137,13 +129,13 @@ func TestClaimChangesChannelOnlyOnceTheOtherIsEmpty(t *testing.T) {
 		t.Errorf("%d records came on hot after the partition stopped holding, with %d on their way", fromHot, onWay)
 	}
 
-	eventually("the in channel to fill", func() bool { return len(p.in) == inCapacity })
+	waitFor(t, 5*time.Second, "the in channel to fill", func() bool { return len(p.in) == inCapacity })
 	gt.setHot(true) // it holds again: the records on in go first
 	time.Sleep(20 * time.Millisecond)
 	if len(p.hot) != 0 {
 		t.Fatalf("%d records on hot while earlier ones wait on in", len(p.hot))
 	}
-	eventually("toHot to count the claim, whose records wait on in (the loop then reads in)", func() bool { return toHot.Load() == 1 })
+	waitFor(t, 5*time.Second, "toHot to count the claim, whose records wait on in (the loop then reads in)", func() bool { return toHot.Load() == 1 })
 	for len(p.in) > 0 {
 		take(p.in)
 	}
@@ -221,17 +213,9 @@ func TestDetach(t *testing.T) {
 func TestClaimEndingWhileWaitingForHotIsUncounted(t *testing.T) {
 	p, gt, toHot, cancel, done := runClaim(2*inCapacity, false)
 	defer cancel()
-	for deadline := time.Now().Add(5 * time.Second); len(p.in) < inCapacity; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the in channel to fill")
-		}
-	}
+	waitFor(t, 5*time.Second, "the in channel to fill", func() bool { return len(p.in) == inCapacity })
 	gt.setHot(true)
-	for deadline := time.Now().Add(5 * time.Second); toHot.Load() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("toHot = %d while the claim waits to send on hot: want 1", toHot.Load())
-		}
-	}
+	waitFor(t, 5*time.Second, "toHot to count the claim waiting to send on hot", func() bool { return toHot.Load() == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

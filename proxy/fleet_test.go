@@ -121,11 +121,7 @@ func TestReportQueue(t *testing.T) {
 	taken := func(when string) {
 		t.Helper()
 		errs <- &sarama.ProducerError{Err: errors.New("broker gone")}
-		for deadline := time.Now().Add(5 * time.Second); len(errs) > 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the write error was not taken while the writer %s", when)
-			}
-		}
+		waitFor(t, 5*time.Second, "the writer to take the write error while it "+when, func() bool { return len(errs) == 0 })
 	}
 	taken("waited for work")
 	both := []tasks.ID{0, 1}

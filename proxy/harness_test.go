@@ -229,17 +229,8 @@ func phaseBase() time.Time {
 	return time.Now().Add(-time.Hour).Truncate(phaseLen)
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds or timeout passes (internal_test.go).
+var waitFor = proxy.WaitFor
 
 // counter reads a counter of the running sidecar's registry.
 func counter(t *testing.T, e *env, name string, labels ...string) float64 {

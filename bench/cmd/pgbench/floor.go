@@ -69,9 +69,10 @@ var errRebalanced = errors.New("floor: the group rebalanced")
 // in.outParts() partitions, input partition mod that (as phasegate's
 // partition routing), with sarama alone and the sidecar's client settings
 // (proxy.Kafka's ConsumerConfig and a ProducerConfig without a
-// transactional ID, from inproc.KafkaFor): a consumer group whose claims queue each record (as
-// the sidecar's do, so sarama's fetcher never waits on them) for one
-// idempotent async producer, without headers, alignment or transactions.
+// transactional ID, from inproc.KafkaFor): a consumer group whose claims
+// queue each record (as the sidecar's do, so sarama's fetcher never waits
+// on them) for one idempotent async producer, without headers, alignment
+// or transactions.
 // Each of those only adds work, so its rate (every record fetched and
 // produced, from the clients' creation to the last acknowledgement) bounds
 // from above what a relay built on sarama reaches on this layout and
@@ -124,25 +125,31 @@ func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int
 		}
 		consumed <- err
 	}()
-	stall := time.NewTimer(r.cfg.StallTimeout)
-	defer stall.Stop()
-	var acked int64
+	// A stall is checked once a second, not per acknowledgement: the
+	// loop's CPU counts as the floor's.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var acked, seen int64
 	var first time.Time
+	movedAt := time.Now()
 	for acked < res.Records {
 		select {
 		case <-prod.Successes():
 			if acked++; acked == 1 {
 				first = time.Now()
 			}
-			stall.Reset(r.cfg.StallTimeout)
+		case now := <-tick.C:
+			if acked != seen {
+				seen, movedAt = acked, now
+			} else if now.Sub(movedAt) > r.cfg.StallTimeout {
+				res.Err = fmt.Errorf("floor: no record acknowledged for %s (%d of %d)", r.cfg.StallTimeout, acked, res.Records)
+				return res
+			}
 		case err := <-prod.Errors():
 			res.Err = fmt.Errorf("floor: produce: %w", err)
 			return res
 		case err := <-consumed:
 			res.Err = fmt.Errorf("floor: consume ended with %d of %d records acknowledged: %w", acked, res.Records, errors.Join(err, ctx.Err()))
-			return res
-		case <-stall.C:
-			res.Err = fmt.Errorf("floor: no record acknowledged for %s (%d of %d)", r.cfg.StallTimeout, acked, res.Records)
 			return res
 		}
 	}
