@@ -145,6 +145,8 @@ func checkVersion(key string, raw []byte, output bool, version *uint64) *Malform
 		return err
 	case v == Version:
 	case v == VersionWriters && output:
+	case output && v > VersionWriters:
+		return &MalformedError{Field: key, Reason: "version " + string(raw) + " is newer than this reader (1 and 2): upgrade the reader", newer: true}
 	case output:
 		return malformed(key, "version "+string(raw)+" is not 1 or 2")
 	default: // input markers are version 1 (section 3.1), whatever a "v":2 says

@@ -38,6 +38,11 @@ var (
 	// ErrMalformed: a marker value that breaks MARKERS.md section 3; the
 	// concrete error is a *MalformedError naming the field.
 	ErrMalformed = errors.New("markers: malformed marker value")
+	// ErrNewerVersion: an output marker whose "v" is an integer above 2, a
+	// version this package does not know. A reader must stop there
+	// (MARKERS.md section 3.3). The error is a *MalformedError, so
+	// errors.Is(err, ErrMalformed) holds too.
+	ErrNewerVersion = errors.New("markers: marker version newer than this reader")
 )
 
 // MalformedError says why a marker value was rejected by DecodeMarker or
@@ -48,6 +53,7 @@ type MalformedError struct {
 	Field string
 	// Reason is a short human-readable explanation.
 	Reason string
+	newer  bool // "v" is above the versions this package knows: ErrNewerVersion
 }
 
 func (e *MalformedError) Error() string {
@@ -59,6 +65,10 @@ func (e *MalformedError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrMalformed) true.
 func (e *MalformedError) Unwrap() error { return ErrMalformed }
+
+// Is makes errors.Is(err, ErrNewerVersion) true for a marker of a newer
+// version.
+func (e *MalformedError) Is(target error) bool { return e.newer && target == ErrNewerVersion }
 
 func malformed(field, reason string) *MalformedError {
 	return &MalformedError{Field: field, Reason: reason}

@@ -2,6 +2,7 @@ package markers
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -18,6 +19,12 @@ type lane struct {
 	// done holds, on a partition with several writers, the lane's marked
 	// phases that are not complete yet (M8), in increasing phase order.
 	done []*Phase
+	// A reader that started without a checkpoint (MARKERS.md section 6,
+	// rule C4) knows the lane's parts of phases >= whole are whole once
+	// anchored: the lane's first marker read was for whole, with its count
+	// read, or for whole-1.
+	anchored bool
+	whole    uint64
 }
 
 func (l *lane) data(r *Reader, rec Record, meta *Meta) {
@@ -92,13 +99,35 @@ func (l *lane) marker(r *Reader, rec Record, m Marker) *Phase {
 			clear(l.ids)
 		}
 	}
-	if got := int64(len(p.Records)); m.Count != got {
+	got := int64(len(p.Records))
+	if r.proving && !l.anchored { // C4: the lane's first marker read
+		l.anchored, l.whole = true, ph
+		if got != m.Count && ph < math.MaxUint64 {
+			l.whole = ph + 1
+		}
+	}
+	if m.Count != got && (m.Count < got || !r.proving || l.lastOK) {
 		r.report(l, CountMismatch, rec.Offset, ph, "", nil)
 		v := r.vs[len(r.vs)-1]
 		v.Want, v.Got = m.Count, got
 	}
 	l.lastOK, l.last = true, ph
 	return p
+}
+
+// markerBelowFloor applies a marker of a phase a reader started at a
+// checkpoint handed over before (MARKERS.md section 6, rule C3): it
+// closes nothing and counts nothing, but is the lane's last marker for
+// M3 and M4.
+func (l *lane) markerBelowFloor(r *Reader, off int64, ph uint64) {
+	switch {
+	case l.lastOK && ph <= l.last:
+		r.reportPrior(l, PhaseBackwards, off, ph, l.last, "marker after the marker for phase "+strconv.FormatUint(l.last, 10))
+	case l.pending: // its data is above the floor, so above ph
+		r.reportPrior(l, PhaseBackwards, off, ph, l.cur, "marker after data of phase "+strconv.FormatUint(l.cur, 10))
+	default:
+		l.lastOK, l.last = true, ph
+	}
 }
 
 // missing reports and discards the pending phase.

@@ -90,6 +90,12 @@ type TaskMarker struct {
 //     the violation.
 //   - At End, a phase that some writer never marked is discarded
 //     (MissingMarker), never returned.
+//
+// Where it starts and commits (MARKERS.md section 6): NewReader reads a
+// partition from offset 0; NewReaderAt starts at a Checkpoint, with or
+// without metadata. Checkpoint says what to commit after the phases
+// returned so far were processed; Skipped reports the phases a reader that
+// started without a checkpoint could not prove whole (rule C4).
 type Reader struct {
 	partition int32
 	kind      writerKind
@@ -98,6 +104,18 @@ type Reader struct {
 	lanes     map[int32]*lane // the lanes of a partition with several writers
 	ready     []*Phase        // complete phases not yet returned
 	vs        []*Violation    // violations of the current Feed or End
+
+	// Section 6. done is the highest phase handed over (taken from Feed
+	// or Next, or skipped), when hasDone; a reader started at a checkpoint with
+	// metadata starts with its "done" and drops every record of a phase
+	// at or below floor. proving is set for a start without metadata away
+	// from offset 0 (rule C4). next is the offset after the last record
+	// fed, or the start offset.
+	done, floor       uint64
+	hasDone, hasFloor bool
+	proving           bool
+	next              int64
+	skips             []Skip
 }
 
 // writerKind is what the first placeable record said about the partition.
@@ -115,6 +133,24 @@ func NewReader(partition int32) *Reader {
 	return &Reader{partition: partition, solo: lane{task: -1, ids: make(map[string]struct{})}}
 }
 
+// NewReaderAt returns a Reader for output partition partition that starts
+// at from (MARKERS.md section 6): from.Offset is the first offset it will
+// be fed from, from.Metadata the metadata committed with it ("" when there
+// is none). With checkpoint metadata it drops the records of the phases
+// handed over before (rule C3); without, at offset 0 it is NewReader, and
+// anywhere else it returns only the phases it can prove whole (rule C4).
+func NewReaderAt(partition int32, from Checkpoint) *Reader {
+	r := NewReader(partition)
+	r.next = from.Offset
+	if done, hasDone, ok := ParseCheckpointMetadata(from.Metadata); ok {
+		r.floor, r.hasFloor = done, hasDone
+		r.done, r.hasDone = done, hasDone
+	} else {
+		r.proving = from.Offset != 0
+	}
+	return r
+}
+
 // Feed takes the partition's next record in offset order. It returns the
 // first phase that rec completes (on a one-writer partition: rec is an
 // accepted marker and the phase is its own; a phase with no data on this
@@ -123,6 +159,7 @@ func NewReader(partition int32) *Reader {
 // several, as an errors.Join of them; find them with errors.As or
 // Violations. Feed may return a phase and a violation.
 func (r *Reader) Feed(rec Record) (*Phase, error) {
+	r.next = max(r.next, rec.Offset+1)
 	meta, err := Inspect(rec.Headers)
 	switch {
 	case err != nil:
@@ -145,6 +182,7 @@ func (r *Reader) Next() *Phase {
 	p := r.ready[0]
 	r.ready[0] = nil
 	r.ready = r.ready[1:]
+	r.done, r.hasDone = p.ID, true // handed over (MARKERS.md section 6)
 	return p
 }
 
@@ -173,7 +211,7 @@ func (r *Reader) data(rec Record, meta *Meta) {
 		return
 	}
 	l := r.dataLane(rec.Offset, meta)
-	if l == nil {
+	if l == nil || r.hasFloor && meta.Phase <= r.floor { // C3: handed over before
 		return
 	}
 	l.data(r, rec, meta)
@@ -193,11 +231,15 @@ func (r *Reader) marker(rec Record, hdrPhase uint64) {
 	if l == nil {
 		return
 	}
+	if r.hasFloor && m.Phase <= r.floor { // C3: handed over before
+		l.markerBelowFloor(r, rec.Offset, m.Phase)
+		return
+	}
 	p := l.marker(r, rec, m)
 	switch {
 	case p == nil:
 	case r.kind == kindOne:
-		r.ready = append(r.ready, p)
+		r.deliver(p)
 	default:
 		l.done = append(l.done, p)
 		r.complete()

@@ -53,13 +53,18 @@ type viol struct {
 	Want, Got    int64
 }
 
-func TestReader(t *testing.T) {
-	tests := []struct {
-		name    string
-		recs    []Record
-		phases  []got
-		violate []viol
-	}{
+// readerCase is a row of readerCases: records fed from offset 0, then End.
+type readerCase struct {
+	name    string
+	recs    []Record
+	phases  []got
+	violate []viol
+}
+
+// readerCases are the rules of MARKERS.md sections 1 to 3.2 on a one-writer
+// partition; TestVectors hands them to the Python and Java readers too.
+func readerCases() []readerCase {
+	return []readerCase{
 		{"3.2/data of a phase, then its marker", []Record{d(5, "a"), d(5, "b"), mk(5, 2)},
 			[]got{{5, []int64{0, 1}}}, nil},
 		{"3.2/marker with count 0 where the partition got no data", []Record{mk(5, 0)},
@@ -136,7 +141,10 @@ func TestReader(t *testing.T) {
 		{"3/markers are recognised by the header, not the value", []Record{dh(h(HeaderPhase, "5"), h(HeaderID, "a"), h(HeaderSource, "t/0/1")), mk(5, 1)},
 			[]got{{5, []int64{0}}}, nil},
 	}
-	for _, tt := range tests {
+}
+
+func TestReader(t *testing.T) {
+	for _, tt := range readerCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewReader(testPartition)
 			var phases []got

@@ -54,7 +54,7 @@ func (r *Reader) complete() {
 	}
 	for _, id := range slices.Sorted(maps.Keys(parts)) {
 		r.crossDuplicates(parts[id])
-		r.ready = append(r.ready, r.summary(id, parts[id]))
+		r.deliver(r.summary(id, parts[id]))
 	}
 }
 
