@@ -2,7 +2,9 @@
 # bench/run.sh: what `make bench` runs. Builds the sidecar and pgbench,
 # starts a fresh Apache Kafka broker in bench/work/kafka with the project's
 # script (unless BENCH_BROKERS names one), runs the suite, stops the broker,
-# and prints the table (also written to bench/results/).
+# and prints the table. The table is also written to bench/results/, over the
+# previous report of the same kind (report_name below): full.md for every
+# step, else the steps joined by '+' (partitions.md, phasegate+paced.md).
 #
 #   BENCH_RECORDS=100000 make bench      a quick run (default 1,000,000)
 #   BENCH_STEPS=phasegate,paced make bench   only some steps
@@ -13,6 +15,8 @@
 #                                        summarised with go tool pprof -top
 #   BENCH_SIDECAR=/tmp/x/sidecar BENCH_COMMIT="x + patch" make bench
 #                                        measure another sidecar build (an experiment)
+#   BENCH_RESULTS_NAME=partitions-ab make bench
+#                                        write bench/results/partitions-ab.md instead
 # Every BENCH_* variable is described in bench/README.md.
 set -euo pipefail
 
@@ -23,6 +27,31 @@ readonly KAFKA_SH="$ROOT/e2e/kafka/kafka.sh"
 GO="${GO:-go}"
 
 log() { printf 'bench: %s\n' "$*" >&2; }
+
+# report_name is the report's file name without .md: one per kind of run, so
+# that each new report replaces the last one of its kind (git keeps the
+# earlier ones). BENCH_RESULTS_NAME when set; "full" when every step runs
+# (BENCH_STEPS unset, or naming every step in any order); else the steps as
+# given, joined by '+'.
+readonly ALL_STEPS=ceiling,copier,phasegate,paced,streams,skew,partitions,instances
+report_name() {
+  local steps="${BENCH_STEPS:-$ALL_STEPS}" name
+  steps="${steps// /}"
+  if [[ -n "${BENCH_RESULTS_NAME:-}" ]]; then
+    name="$BENCH_RESULTS_NAME"
+  elif [[ "$(tr ',' '\n' <<<"$steps" | sort -u | paste -sd,)" == "$(tr ',' '\n' <<<"$ALL_STEPS" | sort -u | paste -sd,)" ]]; then
+    name=full
+  else
+    name="${steps//,/+}"
+  fi
+  if [[ ! "$name" =~ ^[A-Za-z0-9][A-Za-z0-9+._-]*$ ]]; then
+    log "BENCH_RESULTS_NAME or BENCH_STEPS gives the report name \"$name\": use letters, digits and + . _ -"
+    return 2
+  fi
+  printf '%s\n' "$name"
+}
+report="$(report_name)" || exit 2
+results_dir="${BENCH_RESULTS_DIR:-$ROOT/bench/results}"
 
 mkdir -p "$WORK/bin" "$WORK/logs"
 log "building the sidecar and pgbench"
@@ -56,17 +85,30 @@ fi
 run_dir="$WORK/logs/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$run_dir"
 log "logs and profiles in $run_dir"
+mkdir -p "$results_dir"
 status=0
 BENCH_BROKERS="$BENCH_BROKERS" \
   BENCH_KAFKA_SH="$KAFKA_SH" \
   BENCH_KAFKA_DIR="${BENCH_KAFKA_DIR:-$KAFKA_DIR}" \
   BENCH_SIDECAR="${BENCH_SIDECAR:-$WORK/bin/sidecar}" \
   BENCH_WORK_DIR="$run_dir" \
-  BENCH_RESULTS_DIR="${BENCH_RESULTS_DIR:-$ROOT/bench/results}" \
+  BENCH_RESULTS_DIR="$run_dir/report" \
   BENCH_VERSIONS="$go_version, Java $java_version, Apache Kafka $kafka_version (broker and tools)" \
   BENCH_COMMIT="${BENCH_COMMIT:-$commit}" \
   BENCH_STREAMS_CLASSPATH="${BENCH_STREAMS_CLASSPATH:-$streams_cp}" \
   "$WORK/bin/pgbench" || status=$?
+
+# pgbench wrote the report into the run's directory (it names it by date and
+# machine); it replaces the last report of this kind in bench/results.
+shopt -s nullglob
+written=("$run_dir"/report/*.md)
+shopt -u nullglob
+if ((${#written[@]} > 0)); then
+  cp "${written[-1]}" "$results_dir/$report.md"
+  log "report written to $results_dir/$report.md (over the previous one; a copy stays in $run_dir/report)"
+else
+  log "no report was written (pgbench exit status $status)"
+fi
 
 if [[ "${BENCH_PROFILE:-}" =~ ^(1|true)$ ]]; then
   shopt -s nullglob
