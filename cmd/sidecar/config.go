@@ -49,7 +49,7 @@ type Config struct {
 	TransactionTimeout time.Duration     `env:"TRANSACTION_TIMEOUT" envDefault:"20s" help:"Kafka transaction timeout; must be below PHASEGATE_SESSION_TIMEOUT"`
 	SessionTimeout     time.Duration     `env:"SESSION_TIMEOUT" envDefault:"30s" help:"consumer group session timeout"`
 	MaxRecordBytes     int               `env:"MAX_RECORD_BYTES" envDefault:"1000000" help:"largest produce batch and record; at most the brokers' message.max.bytes and the output's max.message.bytes"`
-	KafkaVersion       string            `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak (brokers 4.x reject versions below 2.1)"`
+	KafkaVersion       string            `env:"KAFKA_VERSION" envDefault:"3.9.0" help:"Kafka protocol version to speak, at least 2.5.0 (KIP-447 fencing across instances)"`
 	ClientID           string            `env:"CLIENT_ID" envDefault:"phasegate" help:"Kafka client ID"`
 	HTTPAddr           string            `env:"HTTP_ADDR" envDefault:":9464" help:"listen address of /metrics, /healthz, /readyz, /phases"`
 	LogLevel           string            `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
@@ -223,8 +223,12 @@ func (c Config) tasks(routing proxy.Routing) (int32, error) {
 
 func (c Config) kafkaVersion() (sarama.KafkaVersion, error) {
 	v, err := sarama.ParseKafkaVersion(c.KafkaVersion)
-	if err != nil || !v.IsAtLeast(sarama.V2_3_0_0) {
-		return v, badVar("KAFKA_VERSION", c.KafkaVersion, "a Kafka version of at least 2.3.0 (static group membership), such as 3.9.0")
+	// 2.5 is where TxnOffsetCommit carries the group generation and member
+	// (KIP-447, protocol version 3, sent by sarama from V2_5_0_0): each
+	// instance has its own transactional ID, so a former owner of a task
+	// that resumes after the task moved is fenced only by that check.
+	if err != nil || !v.IsAtLeast(sarama.V2_5_0_0) {
+		return v, badVar("KAFKA_VERSION", c.KafkaVersion, "a Kafka version of at least 2.5.0 (KIP-447: a former owner of a task is fenced by its group generation), such as 3.9.0")
 	}
 	return v, nil
 }

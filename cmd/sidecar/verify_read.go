@@ -47,10 +47,8 @@ func newTopicReader(client sarama.Client, topic string) *topicReader {
 	switch { // the versions sarama's own consumer picks
 	case v.IsAtLeast(sarama.V2_7_0_0):
 		version = 12
-	case v.IsAtLeast(sarama.V2_3_0_0):
-		version = 11
 	default:
-		version = 10 // KAFKA_VERSION is at least 2.1
+		version = 11 // KAFKA_VERSION is at least 2.5 (kafkaVersion)
 	}
 	return &topicReader{client: client, topic: topic, version: version}
 }

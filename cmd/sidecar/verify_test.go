@@ -48,7 +48,7 @@ func TestVerifyUsage(t *testing.T) {
 			"sidecar verify: --to=2026-12-02T09:00:00Z is not after --from=2026-12-02T10:00:00Z\n"},
 		{"inputs from an unset variable", []string{"--inputs=env"}, base, 2, "sidecar verify: --inputs=env but PHASEGATE_INPUT_TOPICS is not set\n"},
 		{"old protocol", nil, with("PHASEGATE_KAFKA_VERSION", "0.10.0"), 2,
-			"sidecar verify: PHASEGATE_KAFKA_VERSION=\"0.10.0\": a Kafka version of at least 2.3.0 (static group membership), such as 3.9.0\n"},
+			"sidecar verify: PHASEGATE_KAFKA_VERSION=\"0.10.0\": a Kafka version of at least 2.5.0 (KIP-447: a former owner of a task is fenced by its group generation), such as 3.9.0\n"},
 		{"argument", []string{"out"}, base, 2, "sidecar verify: unexpected argument \"out\" (see sidecar verify --help)\n"},
 	}
 	for _, c := range cases {
