@@ -1,15 +1,17 @@
 # phasegate: the commands the README promises.
 GO ?= go
 
-.PHONY: demo test unit e2e fuzz bench vet artifacts
+.PHONY: demo test unit e2e fuzz bench vet artifacts images containers nemesis
 
 ## demo: the embedded run: an in-process broker, two skewed forks, the sidecar.
 demo:
 	$(GO) run ./cmd/demo
 
-## test: everything CI runs: vet, the unit and kfake suites under -race, and
-## the real-broker suite (started by e2e/kafka/kafka.sh when no broker is given).
-test: vet unit artifacts e2e
+## test: everything CI runs: vet, the unit and kfake suites under -race, the
+## real-broker suite (started by e2e/kafka/kafka.sh when no broker is given),
+## and, when a Docker engine answers, the containers' part (compose smoke,
+## nemesis (a) and (d) on three brokers; see e2e/README.md).
+test: vet unit artifacts e2e containers
 
 vet:
 	@unformatted="$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go'))"; \
@@ -30,6 +32,21 @@ e2e:
 ## artifacts: the Dockerfile's build step, the static binary, docker-compose.yml
 artifacts:
 	./scripts/check-artifacts.sh
+
+## images: every image the container tests use, built locally without a
+## registry (images/build.sh: Debian base by debootstrap, Kafka 4.1.2, the
+## sidecar's image from ./Dockerfile); unchanged inputs are skipped.
+images:
+	./images/build.sh all
+
+## containers: the image and docker-compose.yml running, e2e's container
+## broker on the local image, the nemesis faults (a) and (d).
+containers:
+	./scripts/containers.sh
+
+## nemesis: all six faults of e2e/cluster on a three-broker cluster (~20 min).
+nemesis:
+	NEMESIS=all ./scripts/containers.sh
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s).
 FUZZTIME ?= 60s

@@ -3,16 +3,24 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// kafkaImage is the same Apache Kafka release that kafka.sh fetches.
-const kafkaImage = "apache/kafka:4.1.2"
+// kafkaImage is the same Apache Kafka release that kafka.sh fetches:
+// apache/kafka, or PHASEGATE_E2E_KAFKA_IMAGE (the local image that
+// images/build.sh makes where no registry is reachable:
+// phasegate-local/kafka:4.1.2). It is never pulled: without it locally the
+// suite goes on to kafka.sh.
+var kafkaImage = cmp.Or(os.Getenv("PHASEGATE_E2E_KAFKA_IMAGE"), "apache/kafka:4.1.2")
 
 // starterPath is the start script the container waits for: the advertised
 // listener needs the mapped port, known only after the container started
@@ -23,6 +31,11 @@ const starterPath = "/tmp/phasegate-kafka-start.sh"
 // transaction settings, when a Docker engine answers. It returns an error
 // wrapping errNoDocker when none does.
 func containerBroker(ctx context.Context) (*broker, error) {
+	// Ryuk, testcontainers' reaper, is an image of its own that may not be
+	// had (no registry); the broker is terminated by the suite instead.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
 	provider, err := testcontainers.NewDockerProvider()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoDocker, err)
@@ -32,6 +45,12 @@ func containerBroker(ctx context.Context) (*broker, error) {
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoDocker, err)
+	}
+	// Never pull: a registry may be unreachable (and the pull would take
+	// its timeout before kafka.sh is tried).
+	if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Id}}", kafkaImage).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%w: image %s is not on this machine (make images builds phasegate-local/kafka:4.1.2; set PHASEGATE_E2E_KAFKA_IMAGE to use it): %s",
+			errNoDocker, kafkaImage, strings.TrimSpace(string(out)))
 	}
 	c, err := testcontainers.Run(ctx, kafkaImage,
 		testcontainers.WithExposedPorts("9092/tcp"),

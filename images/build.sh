@@ -11,7 +11,7 @@
 #                                        from the mirror apt is configured with (~3 min)
 #   phasegate-local/kafka:4.1.2          Apache Kafka from e2e/kafka/kafka.sh's jars, KRaft,
 #                                        configured like apache/kafka by KAFKA_* variables
-#   phasegate-local/go:<go version>      the base plus this machine's Go toolchain: the
+#   phasegate-local/go:<go version>      the base plus this machine's Go toolchain and CA bundle: the
 #                                        Dockerfile's builder (GO_IMAGE) instead of golang
 #   phasegate-local/static:nonroot       scratch + CA certificates + a nonroot user (65532):
 #                                        the Dockerfile's RUNTIME_IMAGE instead of distroless
@@ -43,6 +43,19 @@ die() {
 # otherwise ask for buildx, which no registry can provide here.
 export DOCKER_BUILDKIT=0
 
+# dbuild ARGS...: docker build, quiet; its output only when it fails (the
+# legacy builder's deprecation notice otherwise drowns the rest).
+dbuild() {
+  local out
+  out="$(mktemp)"
+  if ! docker build -q "$@" >"$out" 2>&1; then
+    grep -v -e 'DEPRECATED' -e 'BuildKit' -e 'environment-variable' "$out" | tail -n 40 >&2
+    rm -f "$out"
+    return 1
+  fi
+  rm -f "$out"
+}
+
 # current IMAGE SUM: true when IMAGE exists with phasegate.inputs=SUM.
 current() {
   [[ "${PHASEGATE_IMAGES_REBUILD:-}" != 1 ]] &&
@@ -62,6 +75,18 @@ mirror() {
   echo "$m"
 }
 
+# drop_rootfs DIR: removes a debootstrap target, unmounting first what a
+# failed debootstrap may have left mounted in it (proc, sys), so that rm
+# never walks into the host's /proc.
+drop_rootfs() {
+  findmnt -rn -o TARGET | grep -F "$1/" | sort -r | xargs -r umount -l 2>/dev/null || true
+  if findmnt -rn -o TARGET | grep -qF "$1/"; then
+    log "still mounted under $1; not removing it"
+    return
+  fi
+  rm -rf "$1" "$1.log"
+}
+
 build_base() {
   local sum m dir t0=$SECONDS
   sum="$(printf 'suite=%s include=%s variant=minbase v1' "$BASE_SUITE" "$BASE_INCLUDE" | sum_of)"
@@ -73,7 +98,7 @@ build_base() {
   m="$(mirror)"
   dir="$(mktemp -d "${TMPDIR:-/tmp}/phasegate-rootfs-XXXXXX")"
   # shellcheck disable=SC2064 # expand dir now
-  trap "rm -rf '$dir'" RETURN
+  trap "drop_rootfs '$dir'" RETURN
   log "debootstrap $BASE_SUITE (minbase + $BASE_INCLUDE) from apt's mirror into $dir (about 3 min)"
   debootstrap --variant=minbase --include="$BASE_INCLUDE" "$BASE_SUITE" "$dir" "$m" \
     >"$dir.log" 2>&1 || {
@@ -108,8 +133,8 @@ build_kafka() {
   cp -r "$libs" "$ctx/libs"
   cp "$HERE"/kafka/* "$ctx/"
   cp e2e/kafka/log4j2-broker.xml e2e/kafka/log4j2-tools.xml "$ctx/"
-  docker build -q --build-arg BASE_IMAGE="$BASE_IMAGE" --label "phasegate.inputs=$sum" \
-    -t "$KAFKA_IMAGE" "$ctx" >/dev/null || die "docker build $KAFKA_IMAGE failed"
+  dbuild --build-arg BASE_IMAGE="$BASE_IMAGE" --label "phasegate.inputs=$sum" \
+    -t "$KAFKA_IMAGE" "$ctx" || die "docker build $KAFKA_IMAGE failed"
   log "$KAFKA_IMAGE built in $((SECONDS - t0)) s"
 }
 
@@ -119,6 +144,7 @@ build_go() {
   sum="$( (
     docker image inspect -f '{{.Id}}' "$BASE_IMAGE"
     echo "$GO_VERSION $goroot"
+    cat /etc/ssl/certs/ca-certificates.crt
   ) | sum_of)"
   if current "$GO_IMAGE" "$sum"; then
     log "$GO_IMAGE is current"
@@ -129,11 +155,14 @@ build_go() {
   ctx="$(mktemp -d "${TMPDIR:-/tmp}/phasegate-go-ctx-XXXXXX")"
   # shellcheck disable=SC2064
   trap "rm -rf '$ctx'" RETURN
-  printf 'FROM %s\nCOPY go /usr/local/go\nENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin GOTOOLCHAIN=local\n' \
+  # This machine's CA bundle too: `go mod download` in the build must trust
+  # what the host trusts on its way to the module proxy.
+  printf 'FROM %s\nCOPY go /usr/local/go\nCOPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt\nENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin GOTOOLCHAIN=local\n' \
     "$BASE_IMAGE" >"$ctx/Dockerfile"
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
   cp -a "$goroot" "$ctx/go"
   rm -rf "$ctx/go/test" "$ctx/go/pkg/obj" "$ctx/go/api"
-  docker build -q --label "phasegate.inputs=$sum" -t "$GO_IMAGE" "$ctx" >/dev/null || die "docker build $GO_IMAGE failed"
+  dbuild --label "phasegate.inputs=$sum" -t "$GO_IMAGE" "$ctx" || die "docker build $GO_IMAGE failed"
   log "$GO_IMAGE built in $((SECONDS - t0)) s"
 }
 
@@ -149,7 +178,7 @@ build_runtime() {
   trap "rm -rf '$ctx'" RETURN
   cp "$HERE"/runtime/* "$ctx/"
   cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
-  docker build -q --label "phasegate.inputs=$sum" -t "$RUNTIME_IMAGE" "$ctx" >/dev/null ||
+  dbuild --label "phasegate.inputs=$sum" -t "$RUNTIME_IMAGE" "$ctx" ||
     die "docker build $RUNTIME_IMAGE failed"
   log "$RUNTIME_IMAGE built in $((SECONDS - t0)) s"
 }
@@ -169,9 +198,9 @@ build_phasegate() {
     return
   fi
   log "building $PHASEGATE_IMAGE from ./Dockerfile (GO_IMAGE=$GO_IMAGE RUNTIME_IMAGE=$RUNTIME_IMAGE)"
-  docker build -q --network host --build-arg GO_IMAGE="$GO_IMAGE" --build-arg RUNTIME_IMAGE="$RUNTIME_IMAGE" \
+  dbuild --network host --build-arg GO_IMAGE="$GO_IMAGE" --build-arg RUNTIME_IMAGE="$RUNTIME_IMAGE" \
     --build-arg GOPROXY="$(go env GOPROXY)" \
-    --label "phasegate.inputs=$sum" -t "$PHASEGATE_IMAGE" . >/dev/null || die "docker build $PHASEGATE_IMAGE failed"
+    --label "phasegate.inputs=$sum" -t "$PHASEGATE_IMAGE" . || die "docker build $PHASEGATE_IMAGE failed"
   log "$PHASEGATE_IMAGE built in $((SECONDS - t0)) s"
 }
 

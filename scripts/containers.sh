@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# scripts/containers.sh: the parts of `make test` that need a Docker engine
+# and the images of `make images` (issue 33), each timed:
+#   1. compose: phasegate's image and docker-compose.yml running (scripts/compose-smoke.sh);
+#   2. container broker: e2e's single testcontainers broker on the local
+#      Kafka image (F1 with 20,000 records);
+#   3. nemesis: e2e/cluster's faults on a three-broker cluster: (a) and (d)
+#      here, all six with `make nemesis` (NEMESIS=all).
+# Without a Docker engine it says so and exits 0, except with CI=true,
+# where that is a failure. NEMESIS='^[ad]-' (a -run pattern) picks faults.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+NEMESIS="${NEMESIS:-^[ad]-}"
+[[ "$NEMESIS" == all ]] && NEMESIS=.
+
+if ! timeout 10 docker info >/dev/null 2>&1; then
+  if [[ "${CI:-}" == true ]]; then
+    echo "containers.sh: FAIL: no Docker engine answers (run scripts/docker-engine.sh; CI=true: a failure)" >&2
+    exit 1
+  fi
+  echo "containers.sh: no Docker engine answers: compose smoke and nemesis NOT run (scripts/docker-engine.sh, then make images)" >&2
+  exit 0
+fi
+export TESTCONTAINERS_RYUK_DISABLED=true PHASEGATE_CLUSTER=1
+summary=()
+part() {
+  local name="$1" t0=$SECONDS
+  shift
+  echo "== containers: $name"
+  "$@"
+  summary+=("$name: $((SECONDS - t0)) s")
+}
+
+out="$(mktemp "${TMPDIR:-/tmp}/phasegate-containers-XXXXXX.log")"
+trap 'rm -f "$out"' EXIT
+part compose ./scripts/compose-smoke.sh
+part "container broker (F1 on phasegate-local/kafka)" \
+  env PHASEGATE_E2E_KAFKA_IMAGE=phasegate-local/kafka:4.1.2 PHASEGATE_E2E_RECORDS=20000 \
+  go test -tags e2e -count=1 -timeout 15m -run '^TestF1' ./e2e/
+nemesis() {
+  set -o pipefail
+  go test -tags e2e -count=1 -timeout 90m -run "TestNemesis/$NEMESIS" -v ./e2e/cluster/ 2>&1 |
+    grep -v -E '^[0-9/]+ [0-9:]+ (🐳|✅|🔔|⏳|🚫|🔥)' | tee "$out"
+}
+part "nemesis ($NEMESIS)" nemesis
+echo
+echo "== containers summary"
+grep -E '^N[a-f] ' "$out" || true
+printf '%s\n' "${summary[@]}"
