@@ -2,118 +2,154 @@
 """Reads phasegate's aligned output as docs/CONSUMING.md says, with
 confluent-kafka (librdkafka, bundled in its wheel).
 
-Per partition it buffers data records until the marker of their phase,
-checks the marker's count against what it buffered, prints one line for the
-phase, and only then commits the offset after the marker. A partition taken
-away by a rebalance loses its buffer: the next owner reads the half phase
-again from the last committed boundary.
+Each assigned partition gets a reader (markers.py, a port of the Go
+markers.Reader: MARKERS.md sections 2 to 3.3 and section 6) that starts
+from the group's committed offset and its metadata: with metadata it drops
+the phases handed over before; with no commit it starts at the log's first
+offset; anywhere else without metadata it returns only the phases it can
+prove whole and reports the others as skipped. After the phases a record
+completed are printed, the reader's checkpoint (offset and metadata) is
+committed; nothing is committed while the reader has none. A partition
+taken away by a rebalance loses its reader; the next owner starts from the
+last checkpoint.
 
     python3 examples/python-reader/reader.py --brokers localhost:9092 --topic aligned --group py-reader
+    python3 examples/python-reader/reader.py --vectors markers/testdata/reader-vectors.json
 
-One line per phase and partition:
+Lines:
 
     phase=42 partition=0 records=17 sources=orders:12,payments:5 marker_count=17 sealed_by=watermark
+    skipped phase=41 partition=0 records=3
+    VIOLATION partition=0: <what>
 
-Exit status 0 when every phase checked out, 3 after a violation, 1 on an error.
+Exit status 0 when every phase checked out, 3 after a violation, 1 on an
+error, and 1 at once at a marker of a newer version ("v" above 2).
 """
 import argparse
-import json
 import signal
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+import markers
 
 
-def header(msg, name):
-    for k, v in msg.headers() or []:
-        if k == name:
-            return v
-    return None
+def phase_line(partition, p):
+    """The phase's line: records and sources as read, the marker's count and
+    sealed_by (with several writers the sum and the weakest)."""
+    sources = {}
+    for rec in p.records:
+        topic = ""
+        for k, v in rec.headers:
+            if k == markers.HEADER_SOURCE:
+                try:
+                    topic = markers.parse_source(v)[0]
+                except ValueError:
+                    pass
+                break
+        sources[topic] = sources.get(topic, 0) + 1
+    srcs = ",".join(f"{t}:{n}" for t, n in sorted(sources.items()))
+    return (f"phase={p.id} partition={partition} records={len(p.records)} sources={srcs} "
+            f"marker_count={p.marker.count} sealed_by={p.marker.sealed_by}")
 
 
-class Partition:
-    """The buffered data of the open phase of one output partition."""
-
-    def __init__(self):
-        self.phase = None
-        self.sources = {}
-        self.records = 0
+class NewerVersion(Exception):
+    """A marker of a version this reader does not know: it must stop."""
 
 
-class Reader:
-    def __init__(self, out):
-        self.out = out
-        self.parts = {}
-        self.phases = 0
+class Readers:
+    """One markers.Reader per assigned partition, and the group's commits."""
+
+    def __init__(self, consumer, topic, out, kafka):
+        self.consumer, self.topic, self.out = consumer, topic, out
+        self.kafka = kafka  # the confluent_kafka module, imported only to read Kafka
+        self.readers = {}
+        self.committed = {}  # partition -> the last Checkpoint committed or started from
         self.violations = 0
 
+    def assigned(self, consumer, partitions):
+        """on_assign: each partition starts at its committed offset and
+        metadata; with no commit, or one below the log's start (deleted by
+        retention), at the log's start without metadata (rule C4)."""
+        committed = consumer.committed(partitions, timeout=30)
+        starts = []
+        for tp in committed:
+            if tp.error is not None:
+                raise self.kafka.KafkaException(f"committed offset of partition {tp.partition}: {tp.error}")
+            low, _ = consumer.get_watermark_offsets(tp, timeout=30)
+            if tp.offset < 0 or tp.offset < low:  # OFFSET_INVALID: no commit
+                start = markers.Checkpoint(low, "")
+            else:
+                start = markers.Checkpoint(tp.offset, tp.metadata or "")
+            self.readers[tp.partition] = markers.Reader(tp.partition, start)
+            self.committed[tp.partition] = start
+            print(f"start partition={tp.partition} offset={start.offset} metadata={start.metadata or '-'}",
+                  file=sys.stderr, flush=True)
+            starts.append(self.kafka.TopicPartition(tp.topic, tp.partition, start.offset))
+        consumer.assign(starts)
+
     def revoked(self, consumer, partitions):
-        # Half-read phases are dropped: the next owner starts at the last
-        # committed offset, which is always just after a marker.
+        """on_revoke and on_lost: what a reader keeps belongs to phases the
+        next owner reads whole from the last checkpoint."""
         for tp in partitions:
-            self.parts.pop(tp.partition, None)
+            self.readers.pop(tp.partition, None)
+            self.committed.pop(tp.partition, None)
+        if partitions:
+            consumer.unassign()
 
-    def violation(self, partition, text):
-        self.violations += 1
-        print(f"VIOLATION partition={partition}: {text}", file=self.out, flush=True)
-
-    def feed(self, consumer, msg):
-        """Takes one record; commits after a marker whose phase checked out."""
+    def feed(self, msg):
+        """Gives one record to its partition's reader, prints what it
+        handed over, then commits the reader's checkpoint."""
         p = msg.partition()
-        st = self.parts.setdefault(p, Partition())
-        phase_hdr = header(msg, "phasegate.phase")
-        if phase_hdr is None:
-            self.violation(p, f"offset {msg.offset()}: no phasegate.phase header")
-            return
-        phase = int(phase_hdr)
-        if header(msg, "phasegate.marker") != b"1":
-            # A data record: buffered until its phase's marker.
-            if st.phase is not None and st.phase != phase:
-                self.violation(p, f"offset {msg.offset()}: data of phase {phase} while phase {st.phase} is open")
-                st.__init__()
-            st.phase = phase
-            source = header(msg, "phasegate.source") or b""
-            topic = source.decode().rsplit("/", 2)[0]
-            st.sources[topic] = st.sources.get(topic, 0) + 1
-            st.records += 1
-            return
-        # A marker: null key, JSON value. Never hand it to the join as data.
-        marker = json.loads(msg.value())
-        if msg.key() is not None or marker["phase"] != phase or marker["partition"] != p:
-            self.violation(p, f"offset {msg.offset()}: malformed marker")
-        if st.phase is not None and st.phase != phase:
-            self.violation(p, f"offset {msg.offset()}: marker of phase {phase} after data of phase {st.phase}")
-            st.__init__()
-        if marker["count"] != st.records:
-            self.violation(p, f"phase {phase}: marker count {marker['count']}, {st.records} records read")
-        srcs = ",".join(f"{t}:{n}" for t, n in sorted(st.sources.items()))
-        print(f"phase={phase} partition={p} records={st.records} sources={srcs} "
-              f"marker_count={marker['count']} sealed_by={marker['sealed_by']}", file=self.out, flush=True)
-        self.phases += 1
-        self.parts[p] = Partition()
-        consumer.commit(offsets=[TopicPartition(msg.topic(), p, msg.offset() + 1)], asynchronous=False)
+        r = self.readers.get(p)
+        if r is None:
+            return  # not ours (any more): the owner reads it
+        rec = markers.Record(msg.offset(), msg.key(), msg.value(), msg.headers())
+        phase, vs = r.feed(rec)
+        for v in vs:
+            if v.newer_version:
+                raise NewerVersion(f"partition {p} offset {msg.offset()}: {v}")
+        for v in vs:
+            self.violations += 1
+            print(f"VIOLATION partition={p}: {v}", file=self.out)
+        handed = False
+        while phase is not None:
+            print(phase_line(p, phase), file=self.out)
+            handed = True
+            phase = r.next()
+        for s in r.skipped():
+            print(f"skipped phase={s.phase} partition={p} records={s.records}", file=self.out)
+            handed = True
+        self.out.flush()
+        if handed:
+            self.commit(p, r)
+
+    def commit(self, p, r):
+        # Printed, then committed: a crash between the two repeats the
+        # phases since the last commit (at least once, rule C6).
+        c = r.checkpoint()
+        if c is None or c == self.committed.get(p):
+            return  # rule C5: nothing proven yet
+        tp = self.kafka.TopicPartition(self.topic, p, c.offset, metadata=c.metadata)
+        for res in self.consumer.commit(offsets=[tp], asynchronous=False) or ():
+            if res.error is not None:
+                raise self.kafka.KafkaException(f"commit partition {p}: {res.error}")
+        self.committed[p] = c
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--brokers", default="localhost:9092")
-    ap.add_argument("--topic", default="aligned")
-    ap.add_argument("--group", default="phasegate-py-reader")
-    ap.add_argument("--idle", type=float, default=0, help="exit after this many seconds without a record (0: never)")
-    args = ap.parse_args()
-    consumer = Consumer({
+def run(args):
+    import confluent_kafka as kafka
+    consumer = kafka.Consumer({
         "bootstrap.servers": args.brokers,
         "group.id": args.group,
         "isolation.level": "read_committed",  # librdkafka's default too; said explicitly
-        "enable.auto.commit": False,           # commit phase boundaries only
+        "enable.auto.commit": False,           # commit checkpoints only
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
     })
-    reader = Reader(sys.stdout)
+    readers = Readers(consumer, args.topic, sys.stdout, kafka)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    consumer.subscribe([args.topic], on_revoke=reader.revoked, on_lost=reader.revoked)
+    consumer.subscribe([args.topic], on_assign=readers.assigned, on_revoke=readers.revoked, on_lost=readers.revoked)
     last = time.monotonic()
     try:
         while not stop:
@@ -123,14 +159,37 @@ def main():
                     break
                 continue
             if msg.error():
-                raise KafkaException(msg.error())
+                raise kafka.KafkaException(msg.error())
             last = time.monotonic()
-            reader.feed(consumer, msg)
+            readers.feed(msg)
+    except NewerVersion as e:
+        # At once: nothing more is read or committed (MARKERS.md 3.3).
+        print(f"python-reader: stopped at a marker of a newer version, upgrade the reader: {e}", file=sys.stderr)
+        consumer.close()
+        return 1
     except KeyboardInterrupt:
         pass
-    finally:
+    except kafka.KafkaException as e:
+        print(f"python-reader: {e}", file=sys.stderr)
         consumer.close()
-    return 3 if reader.violations else 0
+        return 1
+    consumer.close()
+    return 3 if readers.violations else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--brokers", default="localhost:9092")
+    ap.add_argument("--topic", default="aligned")
+    ap.add_argument("--group", default="phasegate-py-reader")
+    ap.add_argument("--idle", type=float, default=0, help="exit after this many seconds without a record (0: never)")
+    ap.add_argument("--vectors", metavar="FILE",
+                    help="run the shared reader vectors (markers/testdata/reader-vectors.json) instead of reading Kafka")
+    args = ap.parse_args()
+    if args.vectors:
+        import vectors
+        return 1 if vectors.run_file(args.vectors) else 0
+    return run(args)
 
 
 if __name__ == "__main__":

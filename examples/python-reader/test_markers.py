@@ -1,0 +1,63 @@
+"""Unit tests of the Python reader core, without a broker:
+
+    python3 -m unittest discover -s examples/python-reader
+
+The shared vectors (markers/testdata/reader-vectors.json, the Go tables as
+data), one subtest each, and the phase line of a partition with several
+writers."""
+import json
+import os
+import unittest
+
+import markers
+import reader
+import vectors
+
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "markers", "testdata", "reader-vectors.json")
+
+
+def marker(phase, task, count, sources, sealed_by):
+    value = json.dumps({"v": 2, "phase": phase, "partition": 0, "task": task, "writers": 2, "count": count,
+                        "sources": sources, "watermark_ms": 1, "sealed_by": sealed_by, "emitter": "pg"})
+    return [(b"phasegate.marker", b"1"), (b"phasegate.phase", str(phase).encode())], value.encode()
+
+
+def data(phase, task, ident, topic):
+    return [(b"phasegate.phase", str(phase).encode()), (b"phasegate.id", ident.encode()),
+            (b"phasegate.source", f"{topic}/0/1".encode()), (b"phasegate.task", str(task).encode())]
+
+
+class VectorsTest(unittest.TestCase):
+    def test_vectors(self):
+        with open(VECTORS, encoding="utf-8") as f:
+            data_ = json.load(f)
+        self.assertEqual(len(data_["vectors"]), 80)
+        for v in data_["vectors"]:
+            with self.subTest(v["name"]):
+                self.assertEqual(vectors.compare(v, vectors.run_vector(v)), [])
+        for m in data_["metadata"]:
+            with self.subTest(m["metadata"]):
+                done, has_done, ok = markers.parse_checkpoint_metadata(m["metadata"])
+                self.assertEqual((ok, done if has_done else None), (m["ok"], m["done"]))
+
+
+class PhaseLineTest(unittest.TestCase):
+    def test_several_writers_sum_counts_and_take_the_weakest_sealed_by(self):
+        r = markers.Reader(0)
+        recs = [(data(5, 0, "a", "orders"), b"v"), marker(5, 0, 1, {"orders": 1}, "watermark"),
+                (data(5, 1, "b", "payments"), b"v"), (data(5, 1, "c", "orders"), b"v"),
+                marker(5, 1, 2, {"orders": 1, "payments": 1}, "idle")]
+        lines = []
+        for off, (hs, value) in enumerate(recs):
+            key = None if hs[0][0] == b"phasegate.marker" else b"k"
+            p, vs = r.feed(markers.Record(off, key, value, hs))
+            self.assertEqual(vs, [])
+            while p is not None:
+                lines.append(reader.phase_line(0, p))
+                p = r.next()
+        self.assertEqual(lines, ["phase=5 partition=0 records=3 sources=orders:2,payments:1 marker_count=3 sealed_by=idle"])
+        self.assertEqual(r.checkpoint(), markers.Checkpoint(5, '{"phasegate":1,"done":5}'))
+
+
+if __name__ == "__main__":
+    unittest.main()
