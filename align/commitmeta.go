@@ -81,3 +81,31 @@ func parseCommitMeta(s string) (commitMeta, error) {
 	}
 	return m, nil
 }
+
+// Newer reports whether s is a later commit of its partition than o: a
+// higher offset, or the same offset with a higher g, then a higher h in
+// its metadata. Each of the three only grows from one commit of a
+// partition to the next, whichever instance made it; the offset alone
+// does not order two commits, because it is the first record still
+// buffered, and another owner can seal more phases without moving it.
+// Metadata that is not phasegate's counts as g 0 and h the offset.
+func (s Start) Newer(o Start) bool {
+	if s.Offset != o.Offset {
+		return s.Offset > o.Offset
+	}
+	a, b := s.meta(), o.meta()
+	if a.global != b.global {
+		return a.global > b.global
+	}
+	return a.consumed > b.consumed
+}
+
+// meta is s's metadata, or the metadata of a commit that resolved nothing
+// beyond its offset when it is not phasegate's.
+func (s Start) meta() commitMeta {
+	m, err := parseCommitMeta(s.Metadata)
+	if err != nil {
+		return commitMeta{consumed: s.Offset}
+	}
+	return m
+}

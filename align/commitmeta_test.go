@@ -48,3 +48,33 @@ func TestParseCommitMetaRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestStartNewer: which of two commits of one partition a new session
+// starts from (proxy prefers what it committed itself only when Newer).
+func TestStartNewer(t *testing.T) {
+	at := func(off int64, meta string) Start { return Start{TP: TP{"in", 0}, Offset: off, Metadata: meta} }
+	tests := []struct {
+		name string
+		s, o Start
+		want bool
+	}{
+		{"a higher offset is newer", at(11, "pg1;g=5;h=11;m=-"), at(10, "pg1;g=9;h=12;m=-"), true},
+		{"a lower offset is older", at(10, "pg1;g=9;h=12;m=-"), at(11, "pg1;g=5;h=11;m=-"), false},
+		// The issue: an owner's own commit at offset 10 with g=5, while the
+		// task's next owner sealed phases 5 to 7 from the same offset and
+		// committed g=8. The returning owner must start from g=8.
+		{"same offset: a higher g is newer", at(10, "pg1;g=8;h=14;m=-"), at(10, "pg1;g=5;h=14;m=-"), true},
+		{"same offset: a lower g is older", at(10, "pg1;g=5;h=14;m=-"), at(10, "pg1;g=8;h=14;m=-"), false},
+		{"same offset and g: a higher h is newer", at(10, "pg1;g=5;h=15;m=-"), at(10, "pg1;g=5;h=14;m=-"), true},
+		{"the same commit is not newer", at(10, "pg1;g=5;h=14;m=-"), at(10, "pg1;g=5;h=14;m=-"), false},
+		{"phasegate metadata is newer than none at one offset", at(10, "pg1;g=1;h=10;m=-"), at(10, ""), true},
+		{"foreign metadata counts as g 0", at(10, "other"), at(10, "pg1;g=0;h=10;m=-"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.Newer(tt.o); got != tt.want {
+				t.Errorf("%+v.Newer(%+v) = %v, want %v", tt.s, tt.o, got, tt.want)
+			}
+		})
+	}
+}

@@ -101,3 +101,28 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 var WaitFor = waitFor
+
+// latest: a new session starts from this process's own last commit only
+// when it is newer than the group's. With the rule it replaced (the own
+// commit whenever its offset was at least the group's), the returning
+// owner row started from g=5 and published phases 5 to 7 a second time.
+func TestLatestStart(t *testing.T) {
+	tp := align.TP{Topic: "in", Partition: 0}
+	at := func(off int64, meta string) align.Start { return align.Start{TP: tp, Offset: off, Metadata: meta} }
+	for _, c := range []struct {
+		name             string
+		group, mem, want align.Start
+	}{
+		{"nothing committed by this process", at(10, "pg1;g=5;h=12;m=-"), align.Start{}, at(10, "pg1;g=5;h=12;m=-")},
+		{"the group's fetch is older (no RequireStable)", at(10, "pg1;g=5;h=12;m=-"), at(12, "pg1;g=6;h=15;m=-"), at(12, "pg1;g=6;h=15;m=-")},
+		{"a task returning to its former owner", at(10, "pg1;g=8;h=14;m=-"), at(10, "pg1;g=5;h=14;m=-"), at(10, "pg1;g=8;h=14;m=-")},
+		{"the same commit", at(10, "pg1;g=5;h=14;m=-"), at(10, "pg1;g=5;h=14;m=-"), at(10, "pg1;g=5;h=14;m=-")},
+		{"no group commit yet", at(-1, ""), at(3, "pg1;g=1;h=4;m=-"), at(3, "pg1;g=1;h=4;m=-")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := latest(c.group, c.mem); got != c.want {
+				t.Errorf("latest(%+v, %+v) = %+v, want %+v", c.group, c.mem, got, c.want)
+			}
+		})
+	}
+}

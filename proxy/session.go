@@ -396,9 +396,7 @@ func (p *Pipeline) starts(claims map[string][]int32) ([]align.Start, error) {
 			if b := fetched.GetBlock(topic, id); b != nil {
 				st.Offset, st.Metadata = b.Offset, b.Metadata
 			}
-			if mem, ok := p.committed[st.TP]; ok && mem.Offset >= st.Offset {
-				st = mem
-			}
+			st = latest(st, p.committed[st.TP])
 			if st.Offset < 0 {
 				if st.Offset, err = p.deps.Client.GetOffset(topic, id, sarama.OffsetOldest); err != nil {
 					return nil, fmt.Errorf("earliest offset of %s/%d: %w", topic, id, err)
@@ -409,6 +407,19 @@ func (p *Pipeline) starts(claims map[string][]int32) ([]align.Start, error) {
 		}
 	}
 	return starts, nil
+}
+
+// latest is where a partition starts: the group's commit, or what this
+// process committed last (mem, zero when it committed nothing) when that
+// is newer (align.Start.Newer). The group's offset fetch can be older than
+// this process's last commit (sarama never sets RequireStable), and mem
+// can be older than the group's: when the task moved away and came back,
+// its other owner may have sealed more phases from the same offset.
+func latest(group, mem align.Start) align.Start {
+	if mem.Topic != "" && mem.Newer(group) {
+		return mem
+	}
+	return group
 }
 
 func (p *Pipeline) alignConfig() align.Config {
