@@ -190,7 +190,10 @@ func (r *run) replication(ctx context.Context) string {
 // result is one scenario's outcome, printed as one line.
 type result struct {
 	name, fault string
-	next, all   time.Duration // observer.recovery
+	// first is the first marker of a phase above every phase marked at the
+	// fault; next is when every output lane had marked such a phase: the
+	// fleet's next committed phase, whole for a join (observer.recovery).
+	first, next time.Duration
 	stall       time.Duration // longest gap between new phases from the fault on
 	v           verdict
 	restarts    int
@@ -222,8 +225,8 @@ func (res result) line() string {
 	if res.v.quarantined > 0 {
 		quar = "MISS"
 	}
-	return fmt.Sprintf("N%s records=%d out=%d fault=%q next_phase=%s all_lanes=%s longest_stall=%s quarantined=%d (%s) phases=%d violations=%d restarts=%d %s%s verdict=%s availability(<=%s)=%s no_quarantine=%s",
-		res.name, res.v.in, res.v.out, res.fault, dur(res.next), dur(res.all), dur(res.stall), res.v.quarantined,
+	return fmt.Sprintf("N%s records=%d out=%d fault=%q next_phase=%s first_marker=%s longest_stall=%s quarantined=%d (%s) phases=%d violations=%d restarts=%d %s%s verdict=%s availability(<=%s)=%s no_quarantine=%s",
+		res.name, res.v.in, res.v.out, res.fault, dur(res.next), dur(res.first), dur(res.stall), res.v.quarantined,
 		strings.Join(rs, " "), res.v.phases, res.v.violations, res.restarts, res.replication, res.extra, verdict,
 		availabilityTarget, avail, quar)
 }

@@ -186,13 +186,14 @@ func (o *observer) snapshot() snapshot {
 	return s
 }
 
-// recovery is how long after s the output moved on: next is the first
-// marker of a phase above every phase marked before s (-1: none yet);
-// all is when every lane had marked a phase above that top (-1: not yet).
-func (o *observer) recovery(s snapshot) (next, all time.Duration) {
+// recovery is how long after s the output moved on: first is the first
+// marker of a phase above every phase marked before s; next is when every
+// lane had marked a phase above that top, the fleet's next committed phase
+// as a join sees it (-1: not yet).
+func (o *observer) recovery(s snapshot) (first, next time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	next, all = -1, -1
+	first, next = -1, -1
 	pending := map[lane]bool{}
 	for l := range s.lanes {
 		pending[l] = true
@@ -201,17 +202,17 @@ func (o *observer) recovery(s snapshot) (next, all time.Duration) {
 		if !m.at.After(s.at) || m.phase <= s.top {
 			continue
 		}
-		if next < 0 {
-			next = m.at.Sub(s.at)
+		if first < 0 {
+			first = m.at.Sub(s.at)
 		}
 		if pending[m.lane] {
 			delete(pending, m.lane)
 			if len(pending) == 0 {
-				all = m.at.Sub(s.at)
+				next = m.at.Sub(s.at)
 			}
 		}
 	}
-	return next, all
+	return first, next
 }
 
 // longestGap is the longest time between two consecutive new phases of the
