@@ -31,6 +31,6 @@ if [ -f "$class" ] && [ -f "$jr/target/lib/kafka-clients-$kafka.jar" ] \
   echo "install-readers: Java reader already built ($jr/target)"
 else
   echo "install-readers: mvn package in $jr"
-  (cd $jr && { mvn -B -q -Dstyle.color=never -o package 2>/dev/null || mvn -B -q -Dstyle.color=never package; })
+  (cd $jr && { mvn -B -q -Dstyle.color=never -o package >/dev/null 2>&1 || mvn -B -q -Dstyle.color=never package; })
   [ -f "$class" ] || { echo "install-readers: the Java reader did not build" >&2; exit 1; }
 fi

@@ -89,8 +89,8 @@ def run_file(path, out=sys.stdout):
             failed.append(name)
             print(f"FAIL {name}: got done={done} has_done={has_done} ok={ok}, want {json.dumps(m)}", file=out)
     n = len(data["vectors"]) + len(data["metadata"])
-    print(f"python vectors: {n - len(failed)} passed, {len(failed)} failed "
-          f"({len(data['vectors'])} vectors, {len(data['metadata'])} metadata rows)", file=out)
+    print(f"python reader, {path}: {len(data['vectors'])} vectors, {len(data['metadata'])} metadata rows", file=out)
+    print(f"python: {n - len(failed)} passed, {len(failed)} failed", file=out)
     return failed
 
 

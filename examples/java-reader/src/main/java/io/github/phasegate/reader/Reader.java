@@ -1,11 +1,10 @@
 package io.github.phasegate.reader;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.nio.charset.StandardCharsets;
+import java.io.PrintStream;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -26,53 +25,77 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * Reads phasegate's aligned output as docs/CONSUMING.md says, with Kafka's own consumer.
  *
- * <p>Per partition it buffers data records until the marker of their phase, checks the marker's
- * count against what it buffered, prints one line for the phase, and only then commits the offset
- * after the marker. A partition taken away by a rebalance loses its buffer: the next owner reads
- * the half phase again from the last committed boundary.
+ * <p>Each assigned partition gets a {@link PhaseReader} (a port of the Go markers.Reader:
+ * MARKERS.md sections 2 to 3.3 and section 6) that starts from the group's committed offset and its
+ * metadata: with metadata it drops the phases handed over before; with no commit it starts at the
+ * log's first offset; anywhere else without metadata it returns only the phases it can prove whole
+ * and reports the others as skipped. After the phases a record completed are printed, the reader's
+ * checkpoint (offset and metadata) is committed; nothing is committed while it has none. A
+ * partition taken away by a rebalance loses its reader.
  *
  * <pre>
  * java -cp 'target/classes:target/lib/*' io.github.phasegate.reader.Reader \
  *     --brokers localhost:9092 --topic aligned --group java-reader [--idle 5]
+ * java -cp 'target/classes:target/lib/*' io.github.phasegate.reader.Reader --vectors markers/testdata/reader-vectors.json
+ *
  * phase=42 partition=0 records=17 sources=orders:12,payments:5 marker_count=17 sealed_by=watermark
+ * skipped phase=41 partition=0 records=3
+ * VIOLATION partition=0: what
  * </pre>
  *
- * <p>Exit status 0 when every phase checked out, 3 after a violation, 1 on an error.
+ * <p>Exit status 0 when every phase checked out, 3 after a violation, 1 on an error, and 1 at once
+ * at a marker of a newer version ("v" above 2).
  */
 public final class Reader {
-  private static final ObjectMapper JSON = new ObjectMapper();
-
-  /** The buffered data of the open phase of one output partition. */
-  private static final class Open {
-    Long phase;
-    long records;
-    final Map<String, Long> sources = new TreeMap<>();
-  }
-
-  private final Map<Integer, Open> open = new HashMap<>();
+  private final KafkaConsumer<byte[], byte[]> consumer;
+  private final String topic;
+  private final PrintStream out;
+  private final Map<Integer, PhaseReader> readers = new HashMap<>();
+  private final Map<Integer, Phase.Checkpoint> committed = new HashMap<>(); // last committed or started from
   private int violations;
 
-  public static void main(String[] args) {
+  /** A marker of a version this reader does not know: it must stop. */
+  static final class NewerVersion extends Exception {
+    NewerVersion(String msg) {
+      super(msg);
+    }
+  }
+
+  private Reader(KafkaConsumer<byte[], byte[]> consumer, String topic, PrintStream out) {
+    this.consumer = consumer;
+    this.topic = topic;
+    this.out = out;
+  }
+
+  public static void main(String[] args) throws Exception {
     Map<String, String> opt = new HashMap<>(Map.of(
         "--brokers", "localhost:9092", "--topic", "aligned", "--group", "phasegate-java-reader", "--idle", "0"));
     for (int i = 0; i + 1 < args.length; i += 2) {
       opt.put(args[i], args[i + 1]);
+    }
+    if (opt.containsKey("--vectors")) {
+      System.exit(Vectors.runFile(opt.get("--vectors"), System.out).isEmpty() ? 0 : 1);
     }
     Properties p = new Properties();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opt.get("--brokers"));
     p.put(ConsumerConfig.GROUP_ID_CONFIG, opt.get("--group"));
     // Java's default is read_uncommitted: aborted phases would be read as data.
     p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"); // commit phase boundaries only
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"); // commit checkpoints only
     p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     long idleMs = (long) (Double.parseDouble(opt.get("--idle")) * 1000);
-    Reader reader = new Reader();
     AtomicBoolean stop = new AtomicBoolean();
+    AtomicBoolean exiting = new AtomicBoolean();
+    int code;
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+      Reader reader = new Reader(consumer, opt.get("--topic"), System.out);
       Thread main = Thread.currentThread();
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        if (exiting.get()) {
+          return; // main called System.exit itself
+        }
         stop.set(true);
         consumer.wakeup();
         try {
@@ -81,103 +104,155 @@ public final class Reader {
           Thread.currentThread().interrupt();
         }
       }));
-      consumer.subscribe(List.of(opt.get("--topic")), new ConsumerRebalanceListener() {
-        @Override
-        public void onPartitionsRevoked(Collection<TopicPartition> parts) {
-          // Half-read phases are dropped: the next owner starts at the last committed
-          // offset, which is always just after a marker.
-          parts.forEach(tp -> reader.open.remove(tp.partition()));
-        }
-
-        @Override
-        public void onPartitionsLost(Collection<TopicPartition> parts) {
-          onPartitionsRevoked(parts);
-        }
-
-        @Override
-        public void onPartitionsAssigned(Collection<TopicPartition> parts) {}
-      });
-      long last = System.currentTimeMillis();
-      while (!stop.get()) {
-        ConsumerRecords<byte[], byte[]> recs;
-        try {
-          recs = consumer.poll(Duration.ofMillis(200));
-        } catch (WakeupException e) {
-          break;
-        }
-        if (recs.isEmpty()) {
-          if (idleMs > 0 && System.currentTimeMillis() - last > idleMs) {
-            break;
-          }
-          continue;
-        }
-        last = System.currentTimeMillis();
-        for (ConsumerRecord<byte[], byte[]> r : recs) {
-          reader.feed(consumer, r);
-        }
-      }
+      consumer.subscribe(List.of(reader.topic), reader.listener());
+      code = reader.run(stop, idleMs);
+    } catch (NewerVersion e) {
+      System.out.flush();
+      System.err.println("java-reader: stopped at a marker of a newer version, upgrade the reader: " + e.getMessage());
+      code = 1;
     } catch (Exception e) {
       System.err.println("java-reader: " + e);
-      System.exit(1);
+      code = 1;
     }
-    if (!stop.get()) { // after a signal the JVM is already exiting; System.exit would block
-      System.exit(reader.violations > 0 ? 3 : 0);
+    if (!stop.get()) { // after a signal the JVM is already exiting
+      exiting.set(true);
+      System.exit(code);
     }
   }
 
-  private static String header(ConsumerRecord<byte[], byte[]> r, String name) {
-    Header h = r.headers().lastHeader(name);
-    return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
-  }
-
-  private void violation(int partition, String text) {
-    violations++;
-    System.out.println("VIOLATION partition=" + partition + ": " + text);
-  }
-
-  /** Takes one record; commits after a marker whose phase checked out. */
-  void feed(KafkaConsumer<byte[], byte[]> consumer, ConsumerRecord<byte[], byte[]> r) throws Exception {
-    int part = r.partition();
-    Open st = open.computeIfAbsent(part, k -> new Open());
-    String phaseHdr = header(r, "phasegate.phase");
-    if (phaseHdr == null) {
-      violation(part, "offset " + r.offset() + ": no phasegate.phase header");
-      return;
-    }
-    long phase = Long.parseUnsignedLong(phaseHdr);
-    if (!"1".equals(header(r, "phasegate.marker"))) {
-      // A data record: buffered until its phase's marker.
-      if (st.phase != null && st.phase != phase) {
-        violation(part, "offset " + r.offset() + ": data of phase " + phase + " while phase " + st.phase + " is open");
-        st = new Open();
-        open.put(part, st);
+  private ConsumerRebalanceListener listener() {
+    return new ConsumerRebalanceListener() {
+      @Override
+      public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+        assigned(parts);
       }
-      st.phase = phase;
-      String source = header(r, "phasegate.source");
-      String topic = source == null ? "" : source.substring(0, source.lastIndexOf('/', source.lastIndexOf('/') - 1));
-      st.sources.merge(topic, 1L, Long::sum);
-      st.records++;
+
+      @Override
+      public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+        // What a reader keeps belongs to phases the next owner reads whole from the last checkpoint.
+        parts.forEach(tp -> {
+          readers.remove(tp.partition());
+          committed.remove(tp.partition());
+        });
+      }
+
+      @Override
+      public void onPartitionsLost(Collection<TopicPartition> parts) {
+        onPartitionsRevoked(parts);
+      }
+    };
+  }
+
+  /**
+   * Each assigned partition starts at its committed offset and metadata; with no commit, or one below
+   * the log's start (deleted by retention), at the log's start without metadata (rule C4).
+   */
+  private void assigned(Collection<TopicPartition> parts) {
+    if (parts.isEmpty()) {
       return;
     }
-    // A marker: null key, JSON value. Never hand it to the join as data.
-    JsonNode m = JSON.readTree(r.value());
-    if (r.key() != null || m.path("phase").asLong() != phase || m.path("partition").asInt() != part) {
-      violation(part, "offset " + r.offset() + ": malformed marker");
+    Map<TopicPartition, OffsetAndMetadata> commits = consumer.committed(new HashSet<>(parts));
+    Map<TopicPartition, Long> begin = consumer.beginningOffsets(parts);
+    for (TopicPartition tp : parts) {
+      OffsetAndMetadata c = commits.get(tp);
+      long low = begin.get(tp);
+      Phase.Checkpoint start = c == null || c.offset() < low
+          ? new Phase.Checkpoint(low, "")
+          : new Phase.Checkpoint(c.offset(), c.metadata() == null ? "" : c.metadata());
+      readers.put(tp.partition(), new PhaseReader(tp.partition(), start));
+      committed.put(tp.partition(), start);
+      consumer.seek(tp, start.offset());
+      System.err.println("start partition=" + tp.partition() + " offset=" + start.offset()
+          + " metadata=" + (start.metadata().isEmpty() ? "-" : start.metadata()));
     }
-    if (st.phase != null && st.phase != phase) {
-      violation(part, "offset " + r.offset() + ": marker of phase " + phase + " after data of phase " + st.phase);
-      st = new Open();
+  }
+
+  private int run(AtomicBoolean stop, long idleMs) throws NewerVersion {
+    long last = System.currentTimeMillis();
+    while (!stop.get()) {
+      ConsumerRecords<byte[], byte[]> recs;
+      try {
+        recs = consumer.poll(Duration.ofMillis(200));
+      } catch (WakeupException e) {
+        break;
+      }
+      if (recs.isEmpty()) {
+        if (idleMs > 0 && System.currentTimeMillis() - last > idleMs) {
+          break;
+        }
+        continue;
+      }
+      last = System.currentTimeMillis();
+      for (ConsumerRecord<byte[], byte[]> r : recs) {
+        feed(r);
+      }
     }
-    long count = m.path("count").asLong(-1);
-    if (count != st.records) {
-      violation(part, "phase " + phase + ": marker count " + count + ", " + st.records + " records read");
+    return violations > 0 ? 3 : 0;
+  }
+
+  /** Gives one record to its partition's reader, prints what it handed over, then commits its checkpoint. */
+  private void feed(ConsumerRecord<byte[], byte[]> r) throws NewerVersion {
+    int part = r.partition();
+    PhaseReader rd = readers.get(part);
+    if (rd == null) {
+      return; // not ours (any more): the owner reads it
     }
-    String sources = st.sources.entrySet().stream().map(e -> e.getKey() + ":" + e.getValue())
-        .collect(Collectors.joining(","));
-    System.out.println("phase=" + Long.toUnsignedString(phase) + " partition=" + part + " records=" + st.records
-        + " sources=" + sources + " marker_count=" + count + " sealed_by=" + m.path("sealed_by").asText());
-    System.out.flush();
-    open.put(part, new Open());
-    consumer.commitSync(Map.of(new TopicPartition(r.topic(), part), new OffsetAndMetadata(r.offset() + 1)));
+    List<Rec.Header> hs = new java.util.ArrayList<>();
+    for (Header h : r.headers()) {
+      hs.add(new Rec.Header(h.key(), h.value()));
+    }
+    PhaseReader.Fed fed = rd.feed(new Rec(r.offset(), r.key(), r.value(), hs));
+    for (Violation v : fed.violations()) {
+      if (v.newerVersion()) {
+        throw new NewerVersion("partition " + part + " offset " + r.offset() + ": " + v);
+      }
+    }
+    for (Violation v : fed.violations()) {
+      violations++;
+      out.println("VIOLATION partition=" + part + ": " + v);
+    }
+    boolean handed = false;
+    for (Phase ph = fed.phase(); ph != null; ph = rd.next()) {
+      out.println(line(part, ph));
+      handed = true;
+    }
+    for (Phase.Skip s : rd.skipped()) {
+      out.println("skipped phase=" + Long.toUnsignedString(s.phase()) + " partition=" + part + " records=" + s.records());
+      handed = true;
+    }
+    out.flush();
+    if (!handed) {
+      return;
+    }
+    // Printed, then committed: a crash between the two repeats the phases since the last commit
+    // (at least once, rule C6).
+    Phase.Checkpoint c = rd.checkpoint();
+    if (c == null || c.equals(committed.get(part))) {
+      return; // rule C5: nothing proven yet
+    }
+    consumer.commitSync(Map.of(new TopicPartition(r.topic(), part), new OffsetAndMetadata(c.offset(), c.metadata())));
+    committed.put(part, c);
+  }
+
+  /** The phase's line: records and sources as read, the marker's count and sealed_by (with several writers the sum and the weakest). */
+  static String line(int partition, Phase p) {
+    Map<String, Long> sources = new TreeMap<>();
+    for (Rec rec : p.records) {
+      String topic = "";
+      for (Rec.Header h : rec.headers()) {
+        if (new String(h.key(), java.nio.charset.StandardCharsets.ISO_8859_1).equals("phasegate.source")) {
+          try {
+            topic = Meta.parseSource(h.value());
+          } catch (Meta.HeaderError e) {
+            // counted under "", as a record without a source
+          }
+          break;
+        }
+      }
+      sources.merge(topic, 1L, Long::sum);
+    }
+    String srcs = sources.entrySet().stream().map(e -> e.getKey() + ":" + e.getValue()).collect(Collectors.joining(","));
+    return "phase=" + Long.toUnsignedString(p.id) + " partition=" + partition + " records=" + p.records.size()
+        + " sources=" + srcs + " marker_count=" + p.marker.count + " sealed_by=" + p.marker.sealedBy;
   }
 }
