@@ -20,6 +20,14 @@ import (
 // watermark topic when only their time watermark moved.
 const reportEvery = 100 * time.Millisecond
 
+// reportRefresh is how often the owned tasks are reported even when
+// nothing changed (docs/FLEET.md, F3): a tombstone, a deleted and
+// recreated topic, a report lost to a producer error, or an instance that
+// restarted without a rebalance (static membership) leaves a task without
+// a usable report, which holds the global watermark; the next refresh
+// heals it.
+const reportRefresh = time.Second
+
 // newLayout builds the task layout from the topics' partition counts
 // (tasks.Layout). With key routing every task writes every output
 // partition: with more than one task, each writes its own lane there
@@ -51,8 +59,8 @@ type reportIO struct {
 }
 
 // dialReports creates the watermark topic when missing (one partition,
-// compacted, replicated like the output topic) and connects its producer
-// and consumer.
+// compacted, replicated like the output topic), refuses one that exists
+// with another shape, and connects its producer and consumer.
 func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin) (*reportIO, error) {
 	replicas, err := c.Replicas(cfg.OutputTopic, 0)
 	if err != nil {
@@ -63,8 +71,13 @@ func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin
 		NumPartitions: 1, ReplicationFactor: int16(max(1, len(replicas))),
 		ConfigEntries: map[string]*string{"cleanup.policy": &compact},
 	}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return nil, fmt.Errorf("watermark topic %s does not exist and cannot be created: %w (create it with cleanup.policy=compact, or set PHASEGATE_WATERMARK_TOPIC to an existing one)", cfg.WatermarkTopic, err)
+	switch {
+	case errors.Is(err, sarama.ErrTopicAlreadyExists):
+		if err := checkReportTopic(cfg.WatermarkTopic, admin); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("watermark topic %s does not exist and cannot be created: %w (create it with one partition and cleanup.policy=compact, or set PHASEGATE_WATERMARK_TOPIC to an existing one)", cfg.WatermarkTopic, err)
 	}
 	client, err := sarama.NewClient(k.Brokers, k.reportConfig())
 	if err != nil {
@@ -81,6 +94,42 @@ func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin
 	return r, nil
 }
 
+// errReportTopic: an existing watermark topic that is not one compacted
+// partition. With another cleanup policy the reports of idle tasks expire
+// with the retention; with several partitions an instance reads one and
+// misses the others' reports: both stall the fleet (docs/FLEET.md).
+var errReportTopic = errors.New("the watermark topic must have one partition and cleanup.policy=compact")
+
+// checkReportTopic refuses an existing watermark topic of another shape.
+func checkReportTopic(topic string, admin sarama.ClusterAdmin) error {
+	const fix = "(delete it, or set PHASEGATE_WATERMARK_TOPIC to a new name: phasegate creates it)"
+	meta, err := admin.DescribeTopics([]string{topic})
+	if err != nil || len(meta) != 1 || !errors.Is(meta[0].Err, sarama.ErrNoError) {
+		return fmt.Errorf("describe watermark topic %s: %w", topic, cmp.Or(err, topicErr(meta)))
+	}
+	if n := len(meta[0].Partitions); n != 1 {
+		return fmt.Errorf("%w: %s has %d partitions %s", errReportTopic, topic, n, fix)
+	}
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
+	if err != nil {
+		return fmt.Errorf("describe the configuration of watermark topic %s: %w", topic, err)
+	}
+	for _, e := range entries {
+		if e.Name == "cleanup.policy" && e.Value != "compact" {
+			return fmt.Errorf("%w: %s has cleanup.policy=%s %s", errReportTopic, topic, e.Value, fix)
+		}
+	}
+	return nil
+}
+
+// topicErr is the error of the first topic's metadata, when there is one.
+func topicErr(meta []*sarama.TopicMetadata) error {
+	if len(meta) == 0 {
+		return errors.New("no metadata returned")
+	}
+	return meta[0].Err
+}
+
 // reportConfig configures the watermark topic's clients: an idempotent
 // producer (a report lost or repeated is harmless, the next one replaces
 // it; order per task is what matters) and a plain consumer.
@@ -95,6 +144,13 @@ func (k Kafka) reportConfig() *sarama.Config {
 	c.Net.MaxOpenRequests = 1
 	c.Consumer.Return.Errors = true
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// A broker that hangs (paused, cut off) must not hold the fleet's
+	// reports for the 30 s default: a fetch answers within MaxWaitTime
+	// and a produce within Producer.Timeout, so 10 s only ends requests
+	// that will not be answered, and the client retries on another
+	// connection once leadership moved.
+	c.Net.ReadTimeout = 10 * time.Second
+	c.Producer.Timeout = 5 * time.Second
 	return c
 }
 
@@ -117,34 +173,62 @@ func (r *reportIO) close() error {
 type fleetRecord struct{ key, value []byte }
 
 // readReports forwards every record of the watermark topic, from the
-// oldest, to the loop until ctx ends.
+// oldest, to the loop until ctx ends. When the partition consumer stops
+// (the topic was deleted, its partition moved and cannot be followed), it
+// reads the topic again from the oldest record: reports are idempotent,
+// and the owners' refreshes replace what was lost (reportRefresh).
 func (p *Pipeline) readReports(ctx context.Context) {
 	r := p.deps.Reports
-	var pc sarama.PartitionConsumer
-	for pc == nil {
-		var err error
-		if pc, err = r.cons.ConsumePartition(r.topic, 0, sarama.OffsetOldest); err != nil {
-			p.log.Debug("watermark topic not readable yet; retrying", "topic", r.topic, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
+	warn := &logLimiter{every: 10 * time.Second, last: map[string]time.Time{}} // this goroutine's own
+	for {
+		err := p.followReports(ctx, r, warn)
+		if ctx.Err() != nil {
+			return
 		}
+		if warn.allow("stopped", p.now()) {
+			p.log.Warn("reading the watermark topic stopped; reading it again from the start, phases wait for the other instances' reports meanwhile",
+				"topic", r.topic, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// errReportsClosed: sarama closed the watermark topic's partition
+// consumer (a fatal error of the partition, such as a deleted topic).
+var errReportsClosed = errors.New("the partition consumer closed")
+
+// followReports reads the watermark topic from its oldest record until
+// ctx ends (nil) or the partition consumer fails or closes (the error).
+func (p *Pipeline) followReports(ctx context.Context, r *reportIO, warn *logLimiter) error {
+	pc, err := r.cons.ConsumePartition(r.topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		return err
 	}
 	defer pc.AsyncClose()
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case m := <-pc.Messages():
+			return nil
+		case m, ok := <-pc.Messages():
+			if !ok {
+				return errReportsClosed
+			}
 			select {
 			case p.reports <- fleetRecord{key: m.Key, value: m.Value}:
 			case <-ctx.Done():
-				return
+				return nil
 			}
-		case err := <-pc.Errors():
-			p.log.Warn("reading the watermark topic failed; phases wait for the other instances' reports", "topic", r.topic, "err", err)
+		case err, ok := <-pc.Errors():
+			if !ok {
+				return errReportsClosed
+			}
+			if warn.allow("failed", p.now()) {
+				p.log.Warn("reading the watermark topic failed; phases wait for the other instances' reports", "topic", r.topic, "err", err)
+			}
 		}
 	}
 }
@@ -323,11 +407,13 @@ func (p *Pipeline) report(g *generation, now time.Time) fleet.Report {
 // due reports whether rep must be written: it differs from the last one
 // queued in its watermark phase, idleness, generation or open phases, or
 // only in its time watermark or its marked phase (which others forget data
-// phases by, FLEET.md rule F8) and reportEvery has passed.
+// phases by, FLEET.md rule F8) and reportEvery has passed, or
+// reportRefresh has passed whatever changed.
 func (g *generation) due(rep fleet.Report, now time.Time) bool {
 	s := g.sent
 	switch {
-	case g.sentAt.IsZero(), s.Low != rep.Low, s.Idle != rep.Idle, s.Generation != rep.Generation, !slices.Equal(s.Open, rep.Open):
+	case g.sentAt.IsZero(), s.Low != rep.Low, s.Idle != rep.Idle, s.Generation != rep.Generation, !slices.Equal(s.Open, rep.Open),
+		now.Sub(g.sentAt) >= reportRefresh:
 		return true
 	}
 	return (s.LowMs != rep.LowMs || s.Marked != rep.Marked) && now.Sub(g.sentAt) >= reportEvery

@@ -1,13 +1,16 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/IBM/sarama/mocks"
 
 	"github.com/phasegate/phasegate/fleet"
 	"github.com/phasegate/phasegate/tasks"
@@ -45,7 +48,8 @@ func TestSummarizeFleet(t *testing.T) {
 // A report is written when what others seal by changed, and a change of
 // only its time watermark or its marked phase (others forget data phases
 // by it, FLEET.md rule F8) waits for reportEvery, so that an idle task's
-// marked still reaches the fleet.
+// marked still reaches the fleet; an unchanged report is written again
+// after reportRefresh (FLEET.md F3).
 func TestReportDue(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	sent := fleet.Report{Low: 5, LowMs: 500, Marked: 4, Open: []uint64{5}, Generation: 2}
@@ -56,7 +60,8 @@ func TestReportDue(t *testing.T) {
 		after time.Duration
 		want  bool
 	}{
-		{"unchanged", sent, time.Second, false},
+		{"unchanged", sent, reportRefresh - time.Millisecond, false},
+		{"unchanged, refreshed", sent, reportRefresh, true},
 		{"low", with(func(r *fleet.Report) { r.Low = 6 }), 0, true},
 		{"open", with(func(r *fleet.Report) { r.Open = []uint64{5, 6} }), 0, true},
 		{"generation", with(func(r *fleet.Report) { r.Generation = 3 }), 0, true},
@@ -185,3 +190,57 @@ type fakeReportProducer struct {
 
 func (p fakeReportProducer) Input() chan<- *sarama.ProducerMessage { return p.in }
 func (p fakeReportProducer) Errors() <-chan *sarama.ProducerError  { return p.errs }
+
+// seqConsumer hands out the partition consumers of its mocks in turn, one
+// per ConsumePartition: a reopened partition gets a fresh one.
+type seqConsumer struct {
+	sarama.Consumer
+	mu sync.Mutex
+	cs []sarama.Consumer
+}
+
+func (s *seqConsumer) ConsumePartition(topic string, partition int32, offset int64) (sarama.PartitionConsumer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cs[0]
+	s.cs = s.cs[1:]
+	return c.ConsumePartition(topic, partition, offset)
+}
+
+// The watermark topic's partition consumer closes (sarama closes it on
+// ErrOffsetOutOfRange: the topic was deleted and created again). The
+// reader opens it again from the oldest record and forwards what it
+// gives; before, it took the nil record of the closed channel and the
+// process panicked.
+func TestReadReportsReopens(t *testing.T) {
+	first, second := mocks.NewConsumer(t, nil), mocks.NewConsumer(t, nil)
+	closed := first.ExpectConsumePartition("wm", 0, sarama.OffsetOldest)
+	again := second.ExpectConsumePartition("wm", 0, sarama.OffsetOldest)
+	closed.YieldMessage(&sarama.ConsumerMessage{Key: []byte("0"), Value: []byte("before")})
+	p := &Pipeline{
+		deps:    Deps{Reports: &reportIO{topic: "wm", cons: &seqConsumer{cs: []sarama.Consumer{first, second}}}},
+		reports: make(chan fleetRecord), log: slog.New(slog.DiscardHandler), now: time.Now,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.readReports(ctx) }()
+	defer func() { cancel(); <-done }()
+	next := func() string {
+		t.Helper()
+		select {
+		case r := <-p.reports:
+			return string(r.value)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no record forwarded within 5 s")
+			return ""
+		}
+	}
+	if got := next(); got != "before" {
+		t.Fatalf("first record %q, want before", got)
+	}
+	closed.AsyncClose()
+	again.YieldMessage(&sarama.ConsumerMessage{Key: []byte("0"), Value: []byte("after")})
+	if got := next(); got != "after" {
+		t.Fatalf("after the close: %q, want after", got)
+	}
+}

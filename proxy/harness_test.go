@@ -290,12 +290,13 @@ func (e *env) startMember(k proxy.Kafka, name string) *inproc.Sidecar {
 func partitionsOwned(s *inproc.Sidecar) int { return len(s.Pipeline.Status().Partitions) }
 
 // settleWhole settles the output and checks it holds want (phase -> records
-// per topic) and every input, across what (a hand-over, a rebalance).
+// per topic) and every input record, input markers aside, across what (a
+// hand-over, a rebalance).
 func (e *env) settleWhole(want map[uint64]map[string]int64, what string) {
 	e.t.Helper()
 	out, acc := e.settle(20 * time.Second)
 	checkAligned(e.t, out, want)
-	if acc.Out != len(e.inputs) {
-		e.t.Fatalf("published %d of %d across %s", acc.Out, len(e.inputs), what)
+	if acc.Out+acc.Markers != len(e.inputs) {
+		e.t.Fatalf("published %d of %d records (and %d input markers) across %s", acc.Out, len(e.inputs)-acc.Markers, acc.Markers, what)
 	}
 }
