@@ -29,12 +29,12 @@ func NewView(n int, layout uint64) *View {
 }
 
 // SetGeneration tells the view the instance's current group generation
-// (call it in every rebalance's Setup). Reports of a later generation than
-// this one cannot come from the present group as this instance knows it:
-// they are held but not used (docs/FLEET.md, rule F3) until the instance
-// reaches that generation, and reports from an incarnation of the group
-// before a reset (a generation above the current one) are replaced by any
-// newer report.
+// (call it in every rebalance's Setup). Only reports of that generation
+// are used (docs/FLEET.md, rule F3): one of an earlier generation comes
+// from an owner that may have lost the task in a rebalance since, one of a
+// later generation from a group this instance has not caught up with, or
+// from an incarnation of the group before a reset (a generation above the
+// current one), which any newer report replaces (F2).
 func (v *View) SetGeneration(gen int32) { v.gen = gen }
 
 // Apply takes one report read from the watermark topic, in topic order,
@@ -99,7 +99,8 @@ func (v *View) Forget(task int32) {
 // Advance recomputes the global watermark (docs/FLEET.md, rules F3 to F5)
 // and returns it: global is the first phase the fleet has not sealed
 // past, globalMs the time watermark in ms. held is the lowest task that
-// holds the watermark because it has no usable report (F3), or -1; while
+// holds the watermark because it has no report of the instance's current
+// generation (F3), or -1; while
 // one does, the values are those of the previous Advance (0, 0 before the
 // first). Neither value ever decreases.
 //
@@ -113,7 +114,7 @@ func (v *View) Advance() (global uint64, globalMs int64, held int32) {
 	live, idle := 0, 0
 	for i := range v.held {
 		r := &v.held[i]
-		if !v.reported[i] || r.Generation > v.gen {
+		if !v.reported[i] || r.Generation != v.gen {
 			return v.global, v.globalMs, int32(i)
 		}
 		if r.Idle {
@@ -169,7 +170,7 @@ func (v *View) Tasks() []TaskState {
 	for i, r := range v.held {
 		out[i].Task = int32(i)
 		if v.reported[i] {
-			out[i].Reported, out[i].Usable, out[i].Report = true, r.Generation <= v.gen, r
+			out[i].Reported, out[i].Usable, out[i].Report = true, r.Generation == v.gen, r
 		}
 	}
 	return out

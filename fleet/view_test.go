@@ -85,9 +85,26 @@ func TestView(t *testing.T) {
 			{forget: []int32{1}, apply: []Report{live(0, 9, 1)}, global: 5, held: 1},
 		}},
 		{"F3: the dead owner's task holds until its new owner reports", 2, []step{
-			{gen: 5, apply: []Report{live(0, 5, 5), live(1, 5, 5)}, global: 5, held: -1},
-			{gen: 6, apply: []Report{live(0, 9, 6)}, global: 5, held: -1}, // task 1's gen-5 report still counts: 5
+			{gen: 5, apply: []Report{live(0, 5, 5), idle(1, 5, 9, 5)}, global: 5, held: -1},
+			// Task 1's owner died idle; the rebalance to generation 6 gave
+			// it to another instance, which has not reported yet. Its
+			// gen-5 report, idle, no longer counts: task 0 alone would
+			// take the global to 9 and judge the data task 1's new owner
+			// is about to read late.
+			{gen: 6, apply: []Report{live(0, 9, 6)}, global: 5, held: 1},
 			{apply: []Report{live(1, 7, 6)}, global: 7, held: -1},
+		}},
+		{"F3: a report of an earlier generation holds until its owner reports again", 2, []step{
+			{gen: 5, apply: []Report{live(0, 5, 5), live(1, 6, 5)}, global: 5, held: -1},
+			{gen: 6, apply: []Report{live(0, 8, 6)}, global: 5, held: 1},
+			{apply: []Report{live(1, 8, 6)}, global: 8, held: -1},
+		}},
+		{"F2: a former owner's late report replaces the successor's only while this instance lags, and is not used once it caught up", 2, []step{
+			{gen: 5, apply: []Report{live(0, 5, 5), live(1, 5, 5)}, global: 5, held: -1},
+			{apply: []Report{live(1, 9, 6), live(1, 6, 5), live(0, 9, 5)}, global: 6, held: -1}, // at 5, task 1's gen-6 report gave way to the gen-5 one
+			{gen: 6, global: 6, held: 0},
+			{apply: []Report{live(0, 9, 6)}, global: 6, held: 1},
+			{apply: []Report{live(1, 10, 6)}, global: 9, held: -1},
 		}},
 	}
 	for _, tt := range tests {

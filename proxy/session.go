@@ -321,6 +321,11 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 		p.log.Warn("committed offset carries no phasegate metadata; this partition starts without replay protection",
 			"topic", k.Topic, "partition", k.Partition)
 	}
+	// F3: nothing seals before the fleet's cap is known. share sets it at
+	// the end of the first Step; until then the session is capped by the
+	// global watermark the view last computed (0 before any).
+	global, globalMs, _ := p.view.Global()
+	s.Floor(watermarks.Mark{Phase: global, Ms: globalMs}, true)
 	p.genSeq++
 	ctx, cancel := context.WithCancel(cs.Context())
 	g := &generation{
