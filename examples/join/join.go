@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/phasegate/phasegate/markers"
 )
@@ -25,35 +29,62 @@ type Join struct {
 	Idle time.Duration
 	// SessionTimeout is the group session timeout (0: the client's 45 s).
 	SessionTimeout time.Duration
-	// Phases counts the phases joined; Violations the breaks of the wire
-	// format the readers reported.
-	Phases, Violations int
+	// Phases counts the phases joined; Skipped the phases a reader that
+	// started without checkpoint metadata could not prove whole (MARKERS.md
+	// rule C4); Violations the breaks of the wire format the readers
+	// reported.
+	Phases, Skipped, Violations int
 	// crash, when set (tests), is asked after each record; true makes Run
 	// return at once, committing nothing more, as a killed process would.
 	crash func() bool
 
-	mu      sync.Mutex // guards readers: the rebalance callbacks run on the client's goroutine
+	mu      sync.Mutex // guards readers and starts: the group callbacks run on the client's goroutines
 	readers map[int32]*markers.Reader
+	starts  map[int32]markers.Checkpoint // where each assigned partition's reader starts
 }
 
+// ErrNewerVersion is returned by Run at a marker of a wire format version
+// newer than this join knows: it stops there rather than guess at
+// completeness (MARKERS.md section 3.3).
+var ErrNewerVersion = markers.ErrNewerVersion
+
 // Run consumes topic in group until ctx ends (or Idle passes without a
-// record). A partition's committed offset only ever moves to the offset
-// after a marker, and only once the phase was joined.
+// record). Each assigned partition gets a markers.Reader that starts from
+// the group's committed offset and its metadata (MARKERS.md section 6);
+// after the phases a record completed were joined and printed, the
+// reader's checkpoint is committed, and nothing while it has none. It
+// returns an error wrapping ErrNewerVersion at a marker of a newer
+// version.
 func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) error {
 	j.readers = map[int32]*markers.Reader{}
+	j.starts = map[int32]markers.Checkpoint{}
 	drop := func(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		for _, p := range parts[topic] {
-			delete(j.readers, p) // its half-read phase is read again by the next owner
+			delete(j.readers, p) // what it keeps, the next owner reads whole from the last checkpoint
+			delete(j.starts, p)
 		}
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(brokers...),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // whole phases or nothing
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(),    // commit phase boundaries only
+		kgo.DisableAutoCommit(),    // commit checkpoints only
 		kgo.BlockRebalanceOnPoll(), // no rebalance between a record and its commit
+		kgo.OnOffsetsFetched(func(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+			return j.fetched(ctx, cl, topic, resp)
+		}),
+		kgo.AdjustFetchOffsetsFn(func(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			for p := range offsets[topic] {
+				if st, ok := j.starts[p]; ok { // consume from exactly where the reader starts
+					offsets[topic][p] = kgo.NewOffset().At(st.Offset)
+				}
+			}
+			return offsets, nil
+		}),
 		kgo.OnPartitionsRevoked(drop), kgo.OnPartitionsLost(drop)}
 	if j.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(j.SessionTimeout))
@@ -82,13 +113,11 @@ func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) e
 		n := 0
 		crashed := false
 		fetches.EachRecord(func(r *kgo.Record) {
-			if crashed {
+			if crashed || err != nil {
 				return
 			}
 			n++
-			if err == nil {
-				err = j.feed(ctx, cl, r)
-			}
+			err = j.feed(ctx, cl, r)
 			crashed = j.crash != nil && j.crash()
 		})
 		cl.AllowRebalance()
@@ -106,34 +135,151 @@ func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) e
 	}
 }
 
-// feed gives one record to its partition's reader; when the record closes
-// a phase it joins the phase, then commits the offset after the marker.
+// fetched starts a reader for each partition of the group's offset fetch
+// (kgo.OnOffsetsFetched): from the committed offset and its metadata; with
+// no commit, or one below the log's start (deleted by retention), from the
+// log's start without metadata, where the reader proves each phase
+// (MARKERS.md rule C4).
+func (j *Join) fetched(ctx context.Context, cl *kgo.Client, topic string, resp *kmsg.OffsetFetchResponse) error {
+	type commit struct {
+		offset   int64
+		metadata string
+	}
+	commits := map[int32]commit{}
+	var topics []kmsg.OffsetFetchResponseGroupTopic
+	for _, g := range resp.Groups {
+		topics = append(topics, g.Topics...)
+	}
+	for _, t := range topics {
+		if t.Topic != topic && t.Topic != "" { // "": a response by topic ID; the join reads one topic
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				continue // kgo reports the partition's error as a fetch error and does not assign it
+			}
+			c := commit{offset: p.Offset}
+			if p.Metadata != nil {
+				c.metadata = *p.Metadata
+			}
+			commits[p.Partition] = c
+		}
+	}
+	for _, t := range resp.Topics { // versions before 8 answer per topic
+		if t.Topic != topic {
+			continue
+		}
+		for _, p := range t.Partitions {
+			c := commit{offset: p.Offset}
+			if p.Metadata != nil {
+				c.metadata = *p.Metadata
+			}
+			commits[p.Partition] = c
+		}
+	}
+	if len(commits) == 0 {
+		return nil
+	}
+	low, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = low.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("start offsets of %s: %w", topic, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for p, c := range commits {
+		lo, ok := low.Lookup(topic, p)
+		if !ok {
+			return fmt.Errorf("start offset of %s/%d: not listed", topic, p)
+		}
+		st := markers.Checkpoint{Offset: c.offset, Metadata: c.metadata}
+		if c.offset < 0 || c.offset < lo.Offset { // no commit, or its records were deleted
+			st = markers.Checkpoint{Offset: lo.Offset}
+		}
+		j.starts[p] = st
+		j.readers[p] = markers.NewReaderAt(p, st)
+	}
+	return nil
+}
+
+// feed gives one record to its partition's reader; it joins and prints
+// each phase the record completed and each phase it skipped, then commits
+// the reader's checkpoint.
 func (j *Join) feed(ctx context.Context, cl *kgo.Client, r *kgo.Record) error {
 	j.mu.Lock()
 	rd := j.readers[r.Partition]
-	if rd == nil {
-		rd = markers.NewReader(r.Partition)
-		j.readers[r.Partition] = rd
-	}
 	j.mu.Unlock()
+	if rd == nil {
+		return nil // not ours (any more): its owner reads it from the last checkpoint
+	}
 	hs := make([]markers.Header, len(r.Headers))
 	for i, h := range r.Headers {
 		hs[i] = markers.Header{Key: []byte(h.Key), Value: h.Value}
 	}
 	phase, err := rd.Feed(markers.Record{Key: r.Key, Value: r.Value, Headers: hs, Offset: r.Offset})
+	if errors.Is(err, markers.ErrNewerVersion) {
+		return fmt.Errorf("partition %d offset %d: %w", r.Partition, r.Offset, err)
+	}
 	for _, v := range markers.Violations(err) {
 		j.Violations++
 		fmt.Fprintf(j.Out, "VIOLATION partition=%d: %v\n", r.Partition, v)
 	}
-	if phase == nil {
+	handed := false
+	for ; phase != nil; phase = rd.Next() {
+		j.join(r.Partition, phase)
+		handed = true
+	}
+	for _, s := range rd.Skipped() {
+		j.Skipped++
+		fmt.Fprintf(j.Out, "skipped phase=%d partition=%d records=%d\n", s.Phase, r.Partition, s.Records)
+		handed = true
+	}
+	if !handed {
 		return nil
 	}
-	j.join(r.Partition, phase)
-	// Printed, then committed: a crash between the two repeats this one
-	// phase after a restart (at least once). A join whose output must be
-	// exactly once writes it in a Kafka transaction together with this
-	// offset, or keys its output by (phase, partition).
-	return cl.CommitRecords(ctx, r) // commits r.Offset+1: the offset after the marker
+	// Printed, then committed: a crash between the two repeats the phases
+	// since the last commit after a restart (at least once, rule C6). A
+	// join whose output must be exactly once writes it in a Kafka
+	// transaction together with this checkpoint, or keys its output by
+	// (phase, partition).
+	ck, ok := rd.Checkpoint()
+	if !ok {
+		return nil // rule C5: nothing proven yet
+	}
+	return commit(ctx, cl, r.Topic, r.Partition, ck)
+}
+
+// commit commits a checkpoint: its offset and, in the same OffsetCommit,
+// its metadata (kgo.PreCommitFnContext).
+func commit(ctx context.Context, cl *kgo.Client, topic string, partition int32, ck markers.Checkpoint) error {
+	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			for k := range req.Topics[i].Partitions {
+				if req.Topics[i].Partitions[k].Partition == partition {
+					req.Topics[i].Partitions[k].Metadata = &ck.Metadata
+				}
+			}
+		}
+		return nil
+	})
+	var cerr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {partition: {Epoch: -1, Offset: ck.Offset}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+						cerr = fmt.Errorf("commit %s/%d: %w", topic, p.Partition, err)
+					}
+				}
+			}
+		})
+	return cerr
 }
 
 // join pairs each left record with the right records of the same key in

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/dedupe"
@@ -172,6 +173,149 @@ func TestJoinRestartResumesAfterLastWholePhase(t *testing.T) {
 	if len(seen) != len(want) || a.Violations+b.Violations != 0 || a.Phases < 4 || b.Phases == 0 {
 		t.Fatalf("joined %d phase-partitions of %d; violations %d; first run %d phases, second %d\nfirst:\n%s\nsecond:\n%s",
 			len(seen), len(want), a.Violations+b.Violations, a.Phases, b.Phases, first.String(), second.String())
+	}
+}
+
+// lanes writes to partition 0 of "aligned" a partition with two writers
+// (MARKERS.md section 3.3) whose lane 0 runs ahead of lane 1: lane 0
+// writes phases 5 to 8 (one order each) before lane 1 writes its phases 5
+// to 8 (one payment each, same key): the marker that completes phase 5
+// (offset 9) comes after lane 0's data of phases 6, 7 and 8.
+func lanes(t *testing.T, brokers []string) {
+	t.Helper()
+	var recs []*kgo.Record
+	for task, topic := range []string{"orders", "payments"} {
+		for ph := uint64(5); ph <= 8; ph++ {
+			hs := func(extra ...kgo.RecordHeader) []kgo.RecordHeader {
+				return append([]kgo.RecordHeader{{Key: markers.HeaderPhase, Value: markers.AppendPhase(nil, ph)}}, extra...)
+			}
+			id := fmt.Sprintf("%s/0/%d", topic, ph)
+			recs = append(recs, &kgo.Record{Topic: "aligned", Key: []byte(fmt.Sprint("key-", ph)), Value: []byte("v"),
+				Headers: hs(kgo.RecordHeader{Key: markers.HeaderID, Value: []byte(id)},
+					kgo.RecordHeader{Key: markers.HeaderSource, Value: []byte(id)},
+					kgo.RecordHeader{Key: markers.HeaderTask, Value: []byte(fmt.Sprint(task))})})
+			m := markers.Marker{Phase: ph, Count: 1, Sources: map[string]int64{topic: 1}, WatermarkMs: 1,
+				SealedBy: markers.SealedByWatermark, Emitter: fmt.Sprint("pg-", task), Writers: 2, Task: int32(task)}
+			recs = append(recs, &kgo.Record{Topic: "aligned", Value: m.AppendOutput(nil),
+				Headers: hs(kgo.RecordHeader{Key: markers.HeaderMarker, Value: []byte("1")})})
+		}
+	}
+	prod, err := kafkatest.NewProducer(brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := prod.Produce(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// committed returns the group's commit of aligned/0: offset and metadata.
+func committed(t *testing.T, brokers []string, group string) (int64, string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup("aligned", 0)
+	if !ok {
+		return -1, ""
+	}
+	return o.At, o.Metadata
+}
+
+// A join killed right after it joined phase 5 of a partition with two
+// writers has committed the checkpoint before lane 0's data of phase 6,
+// with the metadata done=5, where "the offset after the marker" (10)
+// would lie after that data; restarted in its group it returns every
+// later phase whole (both writers' records), each once.
+func TestJoinSeveralWritersResumesFromCheckpoint(t *testing.T) {
+	c, err := kafkatest.Kfake(map[string]int32{"aligned": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	lanes(t, brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	var first syncBuffer
+	a := &Join{Left: "orders", Right: "payments", Out: &first}
+	a.crash = func() bool { return a.Phases == 1 }
+	if err := a.Run(ctx, brokers, "aligned", "join"); err != nil {
+		t.Fatal(err)
+	}
+	if off, md := committed(t, brokers, "join"); off != 2 || md != `{"phasegate":1,"done":5}` {
+		t.Fatalf("after phase 5 the join committed offset %d metadata %q; want 2 (lane 0's data of phase 6) and done=5\n%s",
+			off, md, first.String())
+	}
+	var second syncBuffer
+	b := &Join{Left: "orders", Right: "payments", Out: &second, Idle: time.Second}
+	if err := b.Run(ctx, brokers, "aligned", "join"); err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for ph := 5; ph <= 8; ph++ {
+		want += fmt.Sprintf("phase=%d partition=0 records=2 sources=orders:1,payments:1 marker_count=2 sealed_by=watermark joined=1 unmatched=0\n", ph)
+	}
+	if got := first.String() + second.String(); got != want || a.Violations+b.Violations+a.Skipped+b.Skipped != 0 {
+		t.Fatalf("two runs printed\n%swant every phase whole, once:\n%s", got, want)
+	}
+	if off, md := committed(t, brokers, "join"); off != 16 || md != `{"phasegate":1,"done":8}` {
+		t.Fatalf("at the end the join committed offset %d metadata %q; want 16 and done=8", off, md)
+	}
+}
+
+// A join whose group offset was set by hand, without metadata, to the
+// middle of a partition with two writers (offset 3: after lane 0's marker
+// for phase 5 and data of phase 6) proves phases before returning them:
+// phases 5 and 6, whose lane-0 records lie behind the start, are reported
+// skipped, never returned short; phases 7 and 8 are whole.
+func TestJoinWithoutMetadataSkipsWhatItCannotProve(t *testing.T) {
+	c, err := kafkatest.Kfake(map[string]int32{"aligned": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	lanes(t, brokers)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "aligned", Partition: 0, At: 3, LeaderEpoch: -1})
+	resp, err := kadm.NewClient(cl).CommitOffsets(context.Background(), "by-hand", offs)
+	cl.Close()
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	j := &Join{Left: "orders", Right: "payments", Out: &out, Idle: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := j.Run(ctx, brokers, "aligned", "by-hand"); err != nil {
+		t.Fatal(err)
+	}
+	want := "skipped phase=5 partition=0 records=1\nskipped phase=6 partition=0 records=1\n" +
+		"phase=7 partition=0 records=2 sources=orders:1,payments:1 marker_count=2 sealed_by=watermark joined=1 unmatched=0\n" +
+		"phase=8 partition=0 records=2 sources=orders:1,payments:1 marker_count=2 sealed_by=watermark joined=1 unmatched=0\n"
+	if out.String() != want || j.Violations != 0 || j.Skipped != 2 {
+		t.Fatalf("printed\n%swant\n%s", out.String(), want)
+	}
+	if off, md := committed(t, brokers, "by-hand"); off != 16 || md != `{"phasegate":1,"done":8}` {
+		t.Fatalf("the join committed offset %d metadata %q; want 16 and done=8", off, md)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +24,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	j := &Join{Left: *left, Right: *right, Out: os.Stdout, Idle: *idle, SessionTimeout: *session}
-	if err := j.Run(ctx, strings.Split(*brokers, ","), *topic, *group); err != nil && ctx.Err() == nil {
+	err := j.Run(ctx, strings.Split(*brokers, ","), *topic, *group)
+	switch {
+	case errors.Is(err, ErrNewerVersion):
+		fmt.Fprintln(os.Stderr, "join: stopped at a marker of a newer wire format version, upgrade the join:", err)
+		os.Exit(1)
+	case err != nil && ctx.Err() == nil:
 		fmt.Fprintln(os.Stderr, "join:", err)
 		os.Exit(1)
 	}
