@@ -70,6 +70,8 @@ trap down EXIT
 "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
 # --no-build: the local image; a missing one is an error, not a build that
 # would need the golang image.
+# (1.29 warns about the secure profile's secret files even when the profile
+# is off: the warning is dropped.)
 "${compose[@]}" up -d --no-build >/dev/null 2>&1 || {
   "${compose[@]}" up -d --no-build 2>&1 | tail -n 20 >&2 || true
   die "docker-compose up failed"
@@ -84,7 +86,7 @@ wait_for "$WAIT" "phasegate container healthy" healthy || {
   tail -n 40 "$logs" >&2
   die "the phasegate container did not turn healthy within $WAIT s (logs: $logs)"
 }
-uid="$(docker top "$cid" -eo uid,comm | awk 'NR > 1 && $2 == "sidecar" {print $1; exit}')"
+uid="$(docker top "$cid" -eo pid,uid,comm | awk 'NR > 1 && $3 == "sidecar" {print $2; exit}')"
 [[ "$uid" == 65532 ]] || die "the sidecar process runs as uid '$uid', want 65532"
 log "the sidecar runs as uid $uid"
 
@@ -104,8 +106,9 @@ wait_for "$WAIT" "kcat (read_committed, localhost:9092) reads phase markers" has
   die "kcat read no committed phase marker from localhost:9092 within $WAIT s"
 curl -fsS http://localhost:9464/healthz >/dev/null || die "http://localhost:9464/healthz does not answer 200"
 curl -fsS http://localhost:9464/phases | grep -q . || die "http://localhost:9464/phases is empty"
-"${compose[@]}" logs --no-color join 2>/dev/null | grep -q 'phasegate.marker' ||
-  die "the join service printed no marker"
+# Captured first: grep -q would close the pipe early and fail it (pipefail).
+join_log="$("${compose[@]}" logs --no-color join 2>/dev/null)"
+grep -q 'phasegate.marker:1' <<<"$join_log" || die "the join service printed no marker"
 bin="$(mktemp -d)/sidecar"
 go build -o "$bin" ./cmd/sidecar
 PHASEGATE_BROKERS=localhost:9092 PHASEGATE_OUTPUT_TOPIC=aligned "$bin" verify --progress=0 >"$logs.verify" 2>&1 ||
