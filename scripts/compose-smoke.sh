@@ -9,8 +9,9 @@
 #    KAFKA_IMAGE and PHASEGATE_IMAGE set to the local images: the sidecar's
 #    container turns healthy, runs as 65532, and from the host the README's
 #    commands work: kcat reads phases with read_committed from
-#    localhost:9092, /healthz and /phases answer on localhost:9464, and
-#    `sidecar verify` finds the aligned topic whole.
+#    localhost:9092, /healthz and /phases answer on localhost:9464,
+#    `sidecar verify` finds the aligned topic whole, and examples/join
+#    joins whole phases.
 # 3. `docker-compose down -v`, whatever happened.
 #
 # Environment: KAFKA_IMAGE, PHASEGATE_IMAGE (defaults: the local images),
@@ -114,5 +115,14 @@ go build -o "$bin" ./cmd/sidecar
 PHASEGATE_BROKERS=localhost:9092 PHASEGATE_OUTPUT_TOPIC=aligned "$bin" verify --progress=0 >"$logs.verify" 2>&1 ||
   die "sidecar verify on the compose stack's aligned topic: $(tail -n 5 "$logs.verify")"
 log "sidecar verify: $(tail -n 1 "$logs.verify")"
+# The Go join of examples/join (docs/CONSUMING.md), from the host, for 20 s:
+# whole phases and no violation.
+joinbin="$(dirname "$bin")/join"
+go build -o "$joinbin" ./examples/join
+timeout -s INT 20 "$joinbin" -brokers localhost:9092 -group compose-smoke >"$logs.join" 2>&1 || true
+grep -q '^phase=.* joined=' "$logs.join" || die "go run ./examples/join printed no joined phase: $(tail -n 5 "$logs.join")"
+! grep -q VIOLATION "$logs.join" || die "examples/join saw a violation: $(grep -m1 VIOLATION "$logs.join")"
+log "examples/join: $(grep -c "^phase=" "$logs.join") (phase, partition) lines joined in 20 s, no violation"
+rm -f "$logs.join"
 rm -rf "$(dirname "$bin")" "$logs.verify"
-log "ok: $(kcat_markers) markers read by kcat, /healthz and /phases answer, the join prints markers ($((SECONDS - t0)) s)"
+log "ok: $(kcat_markers) markers read by kcat, /healthz and /phases answer, the join service prints markers ($((SECONDS - t0)) s)"
