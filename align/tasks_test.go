@@ -2,6 +2,7 @@ package align
 
 import (
 	"testing"
+	"time"
 
 	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/watermarks"
@@ -62,5 +63,70 @@ func TestTwoTasksShareTheWatermarkAndTheOutputs(t *testing.T) {
 	}
 	if a.s.Local().Phase != basePh+1 || b.s.Local() != (watermarks.Mark{Phase: basePh + 1, Ms: baseMs + 160}) {
 		t.Errorf("Local: a %+v, b %+v", a.s.Local(), b.s.Local())
+	}
+}
+
+// MARKERS.md 3.3, liveness: a lane with no data marks the sealed global
+// watermark within Watermarks.MarkEvery even when it was never told which
+// phases hold data elsewhere (no Expect: docs/FLEET.md F7 missed them, as
+// after a lost report or compaction). Task 1 reads an empty partition;
+// task 0 writes phases +0 to +2 on both output partitions. Without the
+// marker of task 1's lane, no reader ever completes those phases (rule
+// M8), after the last burst too: h.phases() ends each partition with
+// phases some writer never marked, a MissingMarker.
+func TestALaneWithNoDataMarksTheSealedWatermark(t *testing.T) {
+	key := func(c *Config) {
+		c.Routing = RouteKey
+		c.Watermarks.MarkEvery = time.Second
+	}
+	newTask := func(part int32, task int32, out [][]markers.Record) *harness {
+		h := newHarness(t, map[string]int32{"a": 2}, 2, key, func(c *Config) {
+			c.Outputs = []Output{{Partition: 0, Task: task, Writers: 2}, {Partition: 1, Task: task, Writers: 2}}
+		})
+		h.next = map[TP]int64{tp("a", part): 0}
+		if out != nil {
+			h.out = out
+		}
+		h.restart()
+		return h
+	}
+	a := newTask(0, 0, nil)
+	b := newTask(1, 1, a.out)
+	b.log = a.log
+	step := func() {
+		a.caughtUp()
+		b.caughtUp()
+		// The fleet's global as docs/FLEET.md F4 computes it from both
+		// tasks' reports: the lowest live one, the highest when all idle.
+		la, lb := a.s.Local(), b.s.Local()
+		g := watermarks.Mark{Phase: min(la.Phase, lb.Phase), Ms: min(la.Ms, lb.Ms)}
+		switch {
+		case la.Idle && lb.Idle:
+			g = watermarks.Mark{Phase: max(la.Phase, lb.Phase), Ms: max(la.Ms, lb.Ms)}
+		case la.Idle:
+			g = lb
+		case lb.Idle:
+			g = la
+		}
+		a.s.Floor(g, true)
+		b.s.Floor(g, true)
+		a.step()
+		b.step()
+	}
+	for i, key := range []string{"k1", "k2", "k3", "k4", "k5", "k6"} {
+		a.feed(in{topic: "a", part: 0, ms: int64(i) * 50, key: key}) // phases +0 to +2
+	}
+	for range 40 { // 4 s: both partitions idle after 1 s, the last phases seal
+		a.clk.add(100 * time.Millisecond)
+		b.clk.add(100 * time.Millisecond)
+		step()
+	}
+	got := a.phases() // fails on a phase some lane never marked
+	n := 0
+	for _, recs := range got {
+		n += len(recs)
+	}
+	if n != 6 {
+		t.Fatalf("the readers completed %d of 6 records: %v", n, got)
 	}
 }

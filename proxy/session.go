@@ -427,10 +427,18 @@ func latest(group, mem align.Start) align.Start {
 	return group
 }
 
+// markEvery bounds how long a writer goes without marking the sealed
+// global watermark (watermarks.Config.MarkEvery): F7 names the phases with
+// data elsewhere at once; this is what a reader waits at most when it did
+// not (a report lost, compacted away, or past fleet.MaxOpen).
+const markEvery = time.Second
+
 func (p *Pipeline) alignConfig() align.Config {
+	w := p.cfg.Watermarks
+	w.MarkEvery = markEvery
 	return align.Config{
 		InputTopics: p.cfg.InputTopics, OutputPartitions: p.outParts, QuarantinePartitions: p.quarParts,
-		Emitter: p.cfg.TransactionalID, Routing: p.cfg.Routing, Watermarks: p.cfg.Watermarks,
+		Emitter: p.cfg.TransactionalID, Routing: p.cfg.Routing, Watermarks: w,
 		Dedupe: p.cfg.Dedupe, QuarantineDelay: p.cfg.QuarantineDelay, BatchBytes: batchBytes,
 		StreamFor: streamFor(p.deps.Producer.Timeout(), p.cfg.Watermarks),
 	}

@@ -30,6 +30,12 @@ func (t *Tracker) Advance() []Seal {
 		v := t.scan(now)
 		t.local = Mark{Phase: v.low, Ms: v.ms, Idle: v.allIdle}
 		if t.floorSet {
+			if v.allIdle {
+				// No partition has a record to give: the tracker agrees
+				// with the trackers it shares the watermark with, as an
+				// idle partition holds no one back (docs/FLEET.md F6).
+				v.low, v.ms = max(v.low, t.floor.Phase), max(v.ms, t.floor.Ms)
+			}
 			v.low, v.ms = min(v.low, t.floor.Phase), min(v.ms, t.floor.Ms)
 		}
 		if t.fault == faultGlobalMsDecreases {
@@ -45,6 +51,7 @@ func (t *Tracker) Advance() []Seal {
 		} else {
 			t.global = max(t.global, v.low)
 		}
+		seals = t.markSealed(seals, v, now)
 	}
 	seals = t.applyTimeout(seals, now)
 	t.timeout.update()
@@ -153,6 +160,26 @@ func (t *Tracker) applyTimeout(seals []Seal, now time.Time) []Seal {
 	return seals
 }
 
+// markSealed appends the Seal of Config.MarkEvery: one for Global-1 when
+// it is due (no Seal for MarkEvery, and Global moved past the last one
+// silently), Global-1 is a phase this tracker may seal (not below its
+// start: a task's earlier owner marked those), and no phase is open at
+// Global. An open phase there may already be streaming into a
+// transaction (package align), which a Seal of a lower phase would put
+// after its records; its own Seal marks the writer's sealed watermark
+// soon enough.
+func (t *Tracker) markSealed(seals []Seal, v view, now time.Time) []Seal {
+	if t.cfg.MarkEvery <= 0 || t.global <= t.start || now.Sub(t.sealedAt) < t.cfg.MarkEvery || t.phases[t.global] != nil {
+		return seals
+	}
+	top := t.global - 1
+	if t.sealedAny && t.sealed >= top {
+		return seals
+	}
+	t.sealed, t.sealedAny, t.sealedAt = top, true, now
+	return append(seals, Seal{Phase: top, By: v.cause(top), WatermarkMs: t.globalMs, Opened: now, Sealed: now})
+}
+
 // seal turns the lowest open phase into a Seal and releases its bytes.
 func (t *Tracker) seal(ph *phase, by Cause, now time.Time) Seal {
 	s := Seal{
@@ -171,5 +198,6 @@ func (t *Tracker) seal(ph *phase, by Cause, now time.Time) Seal {
 		t.timeout.observe(now.Sub(ph.opened))
 	}
 	t.release(ph)
+	t.sealed, t.sealedAny, t.sealedAt = ph.id, true, now
 	return s
 }

@@ -134,6 +134,14 @@ type Config struct {
 	SealTimeoutMax time.Duration
 	// SealPolicy is what a seal timeout does.
 	SealPolicy Policy
+	// MarkEvery, when above 0, bounds how long the highest sealed phase
+	// goes without a Seal: a tracker whose Global moved past phases it
+	// sealed silently (no records, not Expected) returns a Seal with no
+	// records for Global-1 once MarkEvery has passed since its last Seal,
+	// so that its writer marks the sealed watermark (MARKERS.md 3.3,
+	// liveness) even when no report named those phases (docs/FLEET.md,
+	// F7). Set by the pipeline, not by a variable of its own.
+	MarkEvery time.Duration
 	// Now is the clock; required. Tests inject a fake one.
 	Now func() time.Time
 }
@@ -162,6 +170,8 @@ func (c Config) Validate() error {
 			c.SealTimeoutMin, c.SealTimeoutMax)
 	case c.SealPolicy != PolicyWait && c.SealPolicy != PolicySeal:
 		return bad("PHASEGATE_SEAL_POLICY=%s must be wait or seal", c.SealPolicy)
+	case c.MarkEvery < 0:
+		return bad("Config.MarkEvery=%s must not be negative", c.MarkEvery)
 	case c.Now == nil:
 		return bad("Config.Now (the clock) is required")
 	}

@@ -53,6 +53,14 @@ type Tracker struct {
 
 	timeouts int64
 	timeout  adaptive
+
+	// start is the sealedBelow the tracker began with; sealed, when
+	// sealedAny, the highest phase a Seal returned, at sealedAt (or the
+	// tracker's creation): MarkEvery's state.
+	start     uint64
+	sealed    uint64
+	sealedAny bool
+	sealedAt  time.Time
 }
 
 type partKey struct {
@@ -100,8 +108,10 @@ func New(cfg Config, sealedBelow uint64) (*Tracker, error) {
 		oooMs:   cfg.MaxOutOfOrderness.Milliseconds(),
 		index:   make(map[partKey]P),
 		global:  sealedBelow,
+		start:   sealedBelow,
 		phases:  make(map[uint64]*phase),
-		timeout: adaptive{min: cfg.SealTimeoutMin, max: cfg.SealTimeoutMax, current: cfg.SealTimeoutMax},
+		timeout:  adaptive{min: cfg.SealTimeoutMin, max: cfg.SealTimeoutMax, current: cfg.SealTimeoutMax},
+		sealedAt: cfg.Now(),
 	}, nil
 }
 
