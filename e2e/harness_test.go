@@ -116,3 +116,57 @@ func TestCompareJava(t *testing.T) {
 		})
 	}
 }
+
+// TestR2Judge runs R2's judge on made-up runs: each rule it enforces
+// fails the runs that break it.
+func TestR2Judge(t *testing.T) {
+	truth := map[phaseKey]truePhase{
+		{0, 10}: {rest: "records=2 sources=o:2 marker_count=2 sealed_by=watermark", records: 2, first: 0, last: 4},
+		{0, 11}: {rest: "records=1 sources=o:1 marker_count=1 sealed_by=watermark", records: 1, first: 3, last: 7},
+		{0, 12}: {rest: "records=0 sources= marker_count=0 sealed_by=idle", records: 0, first: 8, last: 9},
+	}
+	l10 := "phase=10 partition=0 " + truth[phaseKey{0, 10}].rest
+	l11 := "phase=11 partition=0 " + truth[phaseKey{0, 11}].rest + " joined=0 unmatched=1"
+	l12 := "phase=12 partition=0 " + truth[phaseKey{0, 12}].rest
+	short11 := "phase=11 partition=0 records=0 sources= marker_count=1 sealed_by=watermark"
+	killed := func(lines []string, offset int64, meta string) *readerRun {
+		return &readerRun{lines: lines, killed: true, code: -1, ok: true, after: map[int32]groupCommit{0: {offset, meta}}}
+	}
+	last := func(lines ...string) *readerRun { return &readerRun{lines: lines, ok: true} }
+	cases := []struct {
+		name    string
+		runs    []*readerRun
+		mid     map[int32]int64
+		err     string
+		repeats int
+	}{
+		{"every phase once", []*readerRun{last(l10, l11, l12)}, nil, "", 0},
+		{"a short phase", []*readerRun{last(l10, short11, l12)}, nil, "printed phase=11 partition=0 records=0", 0},
+		{"a missing phase", []*readerRun{last(l10, l12)}, nil, "1 phases of the output never printed: phase=11", 0},
+		{"twice in one run", []*readerRun{last(l10, l10, l11, l12)}, nil, "over twice", 1},
+		{"a violation", []*readerRun{last(l10, "VIOLATION partition=0: x", l11, l12)}, nil, "VIOLATION", 0},
+		{"a bad exit", []*readerRun{{lines: []string{l10, l11, l12}, code: 3}}, nil, "status 3", 0},
+		{"repeat above the committed done", []*readerRun{killed([]string{l10, l11}, 3, `{"phasegate":1,"done":10}`), last(l11, l12)}, nil, "", 1},
+		{"repeat at the committed done", []*readerRun{killed([]string{l10, l11}, 8, `{"phasegate":1,"done":11}`), last(l11, l12)}, nil, "printed phase=11 partition=0 again after the kill", 1},
+		{"no commit yet: all may repeat", []*readerRun{killed([]string{l10}, 0, `{"phasegate":1}`), last(l10, l11, l12)}, nil, "", 1},
+		{"commit past a later phase's record", []*readerRun{killed([]string{l10}, 5, `{"phasegate":1,"done":10}`), last(l11, l12)}, nil, "past a record of phase=11 partition=0 at offset 3", 0},
+		{"commit without metadata", []*readerRun{killed([]string{l10}, 5, ``), last(l11, l12)}, nil, "no checkpoint metadata", 0},
+		{"a skip from offset 0", []*readerRun{last("skipped phase=10 partition=0 records=1", l11, l12)}, nil, "started at offset 0", 0},
+		{"mid: skipped, then whole", []*readerRun{last("skipped phase=11 partition=0 records=1", l12)}, map[int32]int64{0: 5}, "", 0},
+		{"mid: a phase straddling the start missing", []*readerRun{last(l12)}, map[int32]int64{0: 5}, "never printed nor skipped: phase=11", 0},
+		{"mid: skipped and printed", []*readerRun{last("skipped phase=11 partition=0 records=1", l11, l12)}, map[int32]int64{0: 5}, "both printed and skipped", 0},
+		{"mid: skipped with more records than the phase", []*readerRun{last("skipped phase=11 partition=0 records=2", l12)}, map[int32]int64{0: 5}, "2 records read", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := judge(truth, c.runs, c.mid)
+			all := strings.Join(v.errs, "\n")
+			if c.err == "" && len(v.errs) > 0 || c.err != "" && !strings.Contains(all, c.err) {
+				t.Fatalf("errors:\n%s\nwant %q", all, c.err)
+			}
+			if v.repeats != c.repeats {
+				t.Fatalf("repeats = %d, want %d", v.repeats, c.repeats)
+			}
+		})
+	}
+}

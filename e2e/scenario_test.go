@@ -86,6 +86,9 @@ type scenario struct {
 	// lateOK, when set, lets a data record be quarantined as late (F3:
 	// records the producer could only deliver after the broker restart).
 	lateOK func(in input) bool
+	// note, when set, adds counts of the scenario's own to its line (R2:
+	// the readers').
+	note func() string
 	// ctx bounds the whole scenario.
 	ctx context.Context
 }
@@ -303,6 +306,9 @@ func (sc *scenario) report() {
 	counts := "(no counts: the scenario stopped before its check)"
 	if r := sc.res; r != nil {
 		counts = fmt.Sprintf("%s restarts=%d phases=%d (%s) aborted_seen=%d", r.acc, sc.restarts(), len(r.out.Phases), sealedBy(r.out), r.aborted)
+	}
+	if sc.note != nil {
+		counts += " " + sc.note()
 	}
 	fmt.Printf("%s %s time=%s verdict=%s\n", sc.name, counts, time.Since(sc.started).Round(100*time.Millisecond), verdict)
 }

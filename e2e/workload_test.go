@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -72,13 +73,20 @@ type plan struct {
 	rng     *rand.Rand
 	part    kgo.TopicPartitioner // murmur2, as Kafka's Java producer
 	lastSeq int
+	// upfront makes the producer write every record at once instead of
+	// pacing them over event time (R2's "all input up front").
+	upfront bool
 }
 
 // newPlan builds the base workload over the topology's two forks.
 // decorate, when set, may change or add records as each base record is
 // planned (F7: malformed headers, input markers).
 func newPlan(topo *topology, seed uint64, decorate func(p *plan, r *kgo.Record, off time.Duration)) *plan {
-	n := records()
+	return newPlanN(topo, seed, records(), decorate)
+}
+
+// newPlanN is newPlan with n base records.
+func newPlanN(topo *topology, seed uint64, n int, decorate func(p *plan, r *kgo.Record, off time.Duration)) *plan {
 	p := &plan{
 		base: time.Now().Add(-time.Hour).Truncate(phaseLen),
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -226,6 +234,9 @@ func (pr *producer) run(ctx context.Context, p *plan, dv *divert) {
 			held, dv = nil, nil
 		}
 		due := time.Duration(float64(time.Since(start)) * speed)
+		if p.upfront {
+			due = time.Duration(math.MaxInt64)
+		}
 		for ; i < len(p.records) && p.records[i].offset <= due; i++ {
 			r := p.records[i].rec
 			if dv != nil && dv.hold(r) {
