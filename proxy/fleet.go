@@ -33,7 +33,8 @@ const reportRefresh = time.Second
 // partition: with more than one task, each writes its own lane there
 // (MARKERS.md 3.3).
 func newLayout(c sarama.Client, cfg Config, outParts int32) (*tasks.Layout, error) {
-	t := tasks.Topology{Routing: tasks.RoutePartition, OutputPartitions: outParts}
+	t := tasks.Topology{Routing: tasks.RoutePartition, OutputPartitions: outParts, OutputTopic: cfg.OutputTopic,
+		PhaseLength: cfg.Watermarks.PhaseLength, MaxOutOfOrderness: cfg.Watermarks.MaxOutOfOrderness}
 	if cfg.Routing == RouteKey {
 		t.Routing, t.Tasks = tasks.RouteKey, cfg.Tasks
 	}

@@ -210,11 +210,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if cerr := p.deps.Group.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("leave group: %w", cerr)
 	}
-	if p.cfg.InstanceID != "" && ctx.Err() != nil && !errors.Is(err, errFencedInstance) {
+	var refused *tasks.SettingsError
+	if p.cfg.InstanceID != "" && (ctx.Err() != nil || errors.As(err, &refused)) && !errors.Is(err, errFencedInstance) {
 		// A static member does not leave the group when it closes (KIP-345),
 		// so that a restart gets its partitions back at once. A requested
 		// shutdown leaves explicitly, so that a standby takes over now rather
-		// than after the session timeout.
+		// than after the session timeout, and so does a member the group
+		// refused for its settings: the group rebalances without it at once.
 		if _, lerr := p.deps.Admin.RemoveMemberFromConsumerGroup(p.cfg.GroupID, []string{p.cfg.InstanceID}); lerr != nil {
 			p.log.Warn("could not leave the consumer group; another instance takes over after the session timeout", "err", lerr)
 		}
@@ -249,6 +251,9 @@ func (p *Pipeline) consume(ctx context.Context) error {
 		}
 		if errors.Is(err, sarama.ErrFencedInstancedId) {
 			return fmt.Errorf("%w: %s=%s (%v)", errFencedInstance, "PHASEGATE_INSTANCE_ID", p.cfg.InstanceID, err)
+		}
+		if se := (*tasks.SettingsError)(nil); errors.As(err, &se) {
+			return err // a group that runs with other settings: this instance stops, the group goes on
 		}
 		if err != nil {
 			p.log.Warn("consumer group session failed; rejoining", "err", err)

@@ -283,7 +283,7 @@ func (p *Pipeline) setup(r setupReq) {
 		return
 	}
 	g, err := p.newGeneration(r.session)
-	if err != nil {
+	if se := (*tasks.SettingsError)(nil); err != nil && !errors.As(err, &se) {
 		p.log.Warn("cannot start the consumer session; retrying", "err", err)
 	}
 	r.reply <- setupReply{gen: g, err: err}
@@ -359,8 +359,11 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 // this instance's layout, or an error that names the cause.
 func (p *Pipeline) ownedTasks(claims map[string][]int32) ([]tasks.ID, error) {
 	a, err := p.deps.Strategy.Assigned()
+	if se := (*tasks.SettingsError)(nil); errors.As(err, &se) {
+		return nil, fmt.Errorf("consumer group %s: %w", p.cfg.GroupID, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("the group's assignment cannot be used: %w (every member of group %s must run this version of phasegate with the same input topics, output partitions and routing)", err, p.cfg.GroupID)
+		return nil, fmt.Errorf("the group's assignment cannot be used: %w (every member of group %s must run this version of phasegate with the same settings)", err, p.cfg.GroupID)
 	}
 	owned, err := p.deps.Layout.TasksOf(claims)
 	if err != nil {

@@ -11,10 +11,14 @@
 // Invariants:
 //   - The task set depends on the topology only (input topics and their
 //     partition counts, output partitions, routing), never on the number
-//     of instances: every instance computes the same Layout, and
-//     Layout.Fingerprint lets them check it. Strategy refuses to plan for
-//     members under another fingerprint and Strategy.Assigned refuses an
-//     assignment made under one.
+//     of instances: every instance computes the same Layout. The settings
+//     every instance of a group must share (Layout.Settings: the topology
+//     plus the output topic, phase length and out-of-orderness bound)
+//     travel in the group protocol: Strategy plans tasks only for members
+//     with the group's settings (those of the running fleet), and
+//     Strategy.Assigned returns a *SettingsError to any other member,
+//     which must stop. Layout.Fingerprint hashes the settings for the
+//     watermark reports (docs/FLEET.md F1).
 //   - Every input partition belongs to exactly one task; every task holds
 //     at least one; every output partition has at least one writer. With
 //     RoutePartition each output partition has exactly one writer, so the

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // Routing is how records reach output partitions (MARKERS.md section 4);
@@ -38,8 +40,8 @@ type Input struct {
 	Partitions int32
 }
 
-// Topology is everything the task set depends on, and nothing else: never
-// the number of instances.
+// Topology is everything the task set depends on, and the settings every
+// instance of a group must share; never the number of instances.
 type Topology struct {
 	Inputs           []Input
 	OutputPartitions int32
@@ -49,6 +51,15 @@ type Topology struct {
 	// partitions. It must be 0 with RoutePartition, whose layout it would
 	// break.
 	Tasks int32
+	// OutputTopic, PhaseLength and MaxOutOfOrderness do not change the
+	// task set, but instances that differ in them cannot share a fleet:
+	// phase IDs in the watermark reports and in the offset metadata count
+	// phase lengths, lateness depends on the bound, and the lanes of one
+	// output partition must agree on its topic. They are part of
+	// Settings, and so of the fingerprint.
+	OutputTopic       string
+	PhaseLength       time.Duration
+	MaxOutOfOrderness time.Duration
 }
 
 // ErrTopology: a Topology that has no task layout; the concrete error
@@ -91,7 +102,8 @@ type Layout struct {
 	topo   Topology
 	n      int32
 	inputs map[string]int32 // topic -> partitions
-	fp     uint64
+	fp       uint64
+	settings string
 }
 
 // NewLayout checks t and returns its layout. Errors wrap ErrTopology.
@@ -127,20 +139,35 @@ func NewLayout(t Topology) (*Layout, error) {
 	}
 	l := &Layout{topo: t, n: n, inputs: inputs}
 	l.topo.Inputs = slices.Clone(t.Inputs)
-	l.fp = l.fingerprint()
+	l.settings = l.describe()
+	h := fnv.New64a()
+	h.Write([]byte("phasegate-tasks/2 " + l.settings))
+	l.fp = h.Sum64()
 	return l, nil
 }
 
-// fingerprint hashes what the layout depends on, in a canonical order, so
-// that two instances agree exactly when their layouts are the same.
-func (l *Layout) fingerprint() uint64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "phasegate-tasks/1 routing=%d out=%d tasks=%d", l.topo.Routing, l.topo.OutputPartitions, l.n)
-	for _, topic := range slices.Sorted(maps.Keys(l.inputs)) {
-		fmt.Fprintf(h, " %q=%d", topic, l.inputs[topic])
+// describe is Settings: every setting the instances of a group must
+// share, as key=value words in a fixed order.
+func (l *Layout) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "routing=%s tasks=%d output=%s:%d phase=%s out-of-orderness=%s inputs=",
+		l.topo.Routing, l.n, l.topo.OutputTopic, l.topo.OutputPartitions, l.topo.PhaseLength, l.topo.MaxOutOfOrderness)
+	for i, topic := range slices.Sorted(maps.Keys(l.inputs)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%d", topic, l.inputs[topic])
 	}
-	return h.Sum64()
+	return b.String()
 }
+
+// Settings returns what every instance of a group must agree on, as
+// key=value words in a fixed order (routing, tasks, output topic and
+// partitions, phase length, out-of-orderness bound, input topics and
+// partitions): equal for equal topologies whatever the order of Inputs.
+// Members exchange it in the group protocol (AppendAssignment), and
+// SettingsError names the words that differ.
+func (l *Layout) Settings() string { return l.settings }
 
 // Len is the number of tasks.
 func (l *Layout) Len() int { return int(l.n) }
@@ -161,9 +188,9 @@ func (l *Layout) Topology() Topology {
 	return t
 }
 
-// Fingerprint identifies the layout: equal for equal topologies (whatever
-// the order of Inputs), different otherwise (up to 64-bit hash collisions).
-// Instances exchange it to refuse to work under different layouts.
+// Fingerprint identifies the layout and its Settings: equal for equal
+// topologies (whatever the order of Inputs), different otherwise (up to
+// 64-bit hash collisions). Watermark reports carry it (docs/FLEET.md F1).
 func (l *Layout) Fingerprint() uint64 { return l.fp }
 
 // TaskOf returns the task that holds an input partition; false when the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // m1 is the topology of issue 11's scenario M1: forks of 7, 3 and 1
@@ -165,6 +166,9 @@ func TestFingerprint(t *testing.T) {
 		"input partitions":  {Inputs: []Input{{"a", 8}, {"b", 3}, {"c", 1}}, OutputPartitions: 3},
 		"input name":        {Inputs: []Input{{"x", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3},
 		"task count":        {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, Routing: RouteKey, Tasks: 2},
+		"output topic":      {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, OutputTopic: "aligned"},
+		"phase length":      {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, PhaseLength: time.Second},
+		"out-of-orderness":  {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, MaxOutOfOrderness: time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if mustLayout(t, other).Fingerprint() == base {

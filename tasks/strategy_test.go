@@ -5,7 +5,9 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -160,18 +162,26 @@ func TestStrategyRefuses(t *testing.T) {
 		ud, _ := s.SubscriptionUserData(nil)
 		return sarama.ConsumerGroupMemberMetadata{UserData: ud}
 	}
-	t.Run("a member under another layout", func(t *testing.T) {
-		_, err := NewStrategy(l).Plan(map[string]sarama.ConsumerGroupMemberMetadata{
-			"a": member(NewStrategy(l)), "b": member(NewStrategy(other))}, topics)
-		var lm *LayoutMismatchError
-		if !errors.As(err, &lm) || lm.Member != "b" || lm.Got != other.Fingerprint() {
-			t.Fatalf("Plan = %v, want a LayoutMismatchError naming b", err)
+	t.Run("a member under another layout gets nothing, and the group's settings", func(t *testing.T) {
+		leader, b := NewStrategy(l), NewStrategy(other)
+		plan, err := leader.Plan(map[string]sarama.ConsumerGroupMemberMetadata{"a": member(NewStrategy(l)), "b": member(b)}, topics)
+		if err != nil || len(plan["b"]) != 0 || len(plan["a"]["a"]) != 7 {
+			t.Fatalf("Plan = %v, %v; want every task for a, none for b", plan, err)
+		}
+		ud, err := leader.AssignmentData("b", nil, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.OnAssignment(&sarama.ConsumerGroupMemberAssignment{UserData: ud}, 4)
+		var se *SettingsError
+		if _, err := b.Assigned(); !errors.As(err, &se) || se.Group != l.Settings() || se.Mine != other.Settings() {
+			t.Fatalf("Assigned = %v, want a SettingsError with the group's settings", err)
 		}
 	})
-	t.Run("malformed user data", func(t *testing.T) {
-		_, err := NewStrategy(l).Plan(map[string]sarama.ConsumerGroupMemberMetadata{"a": {UserData: []byte{9}}}, topics)
-		if !errors.Is(err, ErrUserData) {
-			t.Fatalf("Plan = %v, want ErrUserData", err)
+	t.Run("user data this version cannot read: nothing for that member", func(t *testing.T) {
+		plan, err := NewStrategy(l).Plan(map[string]sarama.ConsumerGroupMemberMetadata{"a": {UserData: []byte{9}}, "b": {}}, topics)
+		if err != nil || len(plan["a"]) != 0 || len(plan["b"]["a"]) != 7 {
+			t.Fatalf("Plan = %v, %v", plan, err)
 		}
 	})
 	t.Run("a member without user data holds nothing", func(t *testing.T) {
@@ -190,10 +200,10 @@ func TestStrategyRefuses(t *testing.T) {
 	t.Run("an assignment from a leader under another layout", func(t *testing.T) {
 		s := NewStrategy(l)
 		s.OnAssignment(&sarama.ConsumerGroupMemberAssignment{Topics: map[string][]int32{"a": {2, 5}, "b": {2}},
-			UserData: AppendAssignment(nil, other.Fingerprint(), Assignment{Generation: 3, Tasks: []ID{2}})}, 3)
-		var lm *LayoutMismatchError
-		if _, err := s.Assigned(); !errors.As(err, &lm) {
-			t.Fatalf("Assigned = %v, want a LayoutMismatchError", err)
+			UserData: AppendAssignment(nil, other.Settings(), Assignment{Generation: 3, Tasks: []ID{2}})}, 3)
+		var se *SettingsError
+		if _, err := s.Assigned(); !errors.As(err, &se) {
+			t.Fatalf("Assigned = %v, want a SettingsError", err)
 		}
 	})
 	t.Run("an assignment holding part of a task", func(t *testing.T) {
@@ -206,7 +216,7 @@ func TestStrategyRefuses(t *testing.T) {
 	t.Run("an assignment whose user data disagrees with its partitions", func(t *testing.T) {
 		s := NewStrategy(l)
 		s.OnAssignment(&sarama.ConsumerGroupMemberAssignment{Topics: map[string][]int32{"a": {2, 5}, "b": {2}},
-			UserData: AppendAssignment(nil, l.Fingerprint(), Assignment{Generation: 3, Tasks: []ID{1}})}, 3)
+			UserData: AppendAssignment(nil, l.Settings(), Assignment{Generation: 3, Tasks: []ID{1}})}, 3)
 		if _, err := s.Assigned(); err == nil {
 			t.Fatal("Assigned accepted user data naming other tasks")
 		}
@@ -218,4 +228,59 @@ func TestStrategyRefuses(t *testing.T) {
 			t.Fatalf("Assigned = %+v, %v", a, err)
 		}
 	})
+}
+
+// The group's settings come from the members of the latest generation,
+// the running fleet, whoever leads the group.
+func TestGroupSettings(t *testing.T) {
+	m := func(gen int32) Member { return Member{Generation: gen} }
+	tests := []struct {
+		name     string
+		claims   map[string]Member
+		settings map[string]string
+		mine     string
+		want     string
+	}{
+		{"the running fleet's over a newcomer that leads",
+			map[string]Member{"a": m(5), "b": m(5), "c": m(-1)}, map[string]string{"a": "S1", "b": "S1", "c": "S2"}, "S2", "S1"},
+		{"most of the latest generation",
+			map[string]Member{"a": m(5), "b": m(5), "c": m(5)}, map[string]string{"a": "S1", "b": "S2", "c": "S2"}, "S1", "S2"},
+		{"a tie goes to the leader's",
+			map[string]Member{"a": m(5), "b": m(5)}, map[string]string{"a": "S1", "b": "S2"}, "S2", "S2"},
+		{"a new group: the leader's on a tie",
+			map[string]Member{"a": m(-1), "b": m(-1)}, map[string]string{"a": "S2", "b": "S1"}, "S2", "S2"},
+		{"a tie the leader is not in: the least",
+			map[string]Member{"a": m(5), "b": m(5), "c": m(-1)}, map[string]string{"a": "S3", "b": "S2", "c": "S1"}, "S1", "S2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := groupSettings(tt.claims, tt.settings, tt.mine); got != tt.want {
+				t.Fatalf("groupSettings = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// A SettingsError names each setting that differs, with both values.
+func TestSettingsError(t *testing.T) {
+	topo := func(f func(*Topology)) *Layout {
+		tp := Topology{Inputs: []Input{{"a", 3}}, OutputPartitions: 3, Routing: RouteKey, Tasks: 3,
+			OutputTopic: "aligned", PhaseLength: 100 * time.Millisecond}
+		f(&tp)
+		l, err := NewLayout(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	group := topo(func(*Topology) {})
+	mine := topo(func(tp *Topology) { tp.PhaseLength, tp.OutputTopic = time.Second, "aligned2" })
+	err := &SettingsError{Group: group.Settings(), Mine: mine.Settings()}
+	want := []Difference{{"output", "aligned:3", "aligned2:3"}, {"phase", "100ms", "1s"}}
+	if got := err.Differences(); !slices.Equal(got, want) {
+		t.Fatalf("Differences = %+v, want %+v", got, want)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "phase 1s here, 100ms in the group") {
+		t.Fatalf("Error = %q", msg)
+	}
 }

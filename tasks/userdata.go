@@ -17,26 +17,29 @@ type Assignment struct {
 	Tasks      []ID  // ascending, no repeats
 }
 
-// userDataVersion is the first byte of an encoded Assignment.
-const userDataVersion = 1
+// userDataVersion is the first byte of an encoded Assignment. Version 1
+// carried a layout fingerprint where version 2 carries the settings
+// themselves, so that a refusal can name what differs.
+const userDataVersion = 2
 
 // ErrUserData: bytes that DecodeAssignment cannot read; the concrete error
 // says why.
 var ErrUserData = errors.New("tasks: malformed assignment user data")
 
-// AppendAssignment appends the encoding of a under the layout fingerprint
-// fp to dst:
+// AppendAssignment appends the encoding of a under the layout settings
+// (Layout.Settings) to dst:
 //
-//	byte     version (1)
-//	8 bytes  layout fingerprint, big endian
+//	byte     version (2)
+//	uvarint  length of settings, then settings
 //	4 bytes  generation, big endian two's complement
 //	uvarint  number of tasks
 //	uvarint  first task ID, then each next ID minus the previous one
 //
 // Tasks must be ascending without repeats (Assign's output is).
-func AppendAssignment(dst []byte, fp uint64, a Assignment) []byte {
+func AppendAssignment(dst []byte, settings string, a Assignment) []byte {
 	dst = append(dst, userDataVersion)
-	dst = binary.BigEndian.AppendUint64(dst, fp)
+	dst = binary.AppendUvarint(dst, uint64(len(settings)))
+	dst = append(dst, settings...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(a.Generation))
 	dst = binary.AppendUvarint(dst, uint64(len(a.Tasks)))
 	prev := ID(0)
@@ -52,23 +55,32 @@ func AppendAssignment(dst []byte, fp uint64, a Assignment) []byte {
 }
 
 // DecodeAssignment reads what AppendAssignment wrote and returns the
-// fingerprint and the assignment. It accepts exactly the canonical
-// encodings of ascending, repeat-free task lists of IDs in [0, 2^31):
-// every error wraps ErrUserData. Safe for concurrent use.
-func DecodeAssignment(b []byte) (uint64, Assignment, error) {
+// settings and the assignment. It accepts exactly the canonical encodings
+// of ascending, repeat-free task lists of IDs in [0, 2^31): every error
+// wraps ErrUserData. Safe for concurrent use.
+func DecodeAssignment(b []byte) (string, Assignment, error) {
 	var a Assignment
-	if len(b) < 13 {
-		return 0, a, fmt.Errorf("%w: %d bytes, want at least 13", ErrUserData, len(b))
+	if len(b) == 0 {
+		return "", a, fmt.Errorf("%w: empty", ErrUserData)
 	}
 	if b[0] != userDataVersion {
-		return 0, a, fmt.Errorf("%w: version %d", ErrUserData, b[0])
+		return "", a, fmt.Errorf("%w: version %d (every member of a group must run the same version of phasegate)", ErrUserData, b[0])
 	}
-	fp := binary.BigEndian.Uint64(b[1:9])
-	a.Generation = int32(binary.BigEndian.Uint32(b[9:13]))
-	b = b[13:]
+	b = b[1:]
 	n, k := uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", a, fmt.Errorf("%w: bad settings length", ErrUserData)
+	}
+	settings := string(b[k : k+int(n)])
+	b = b[k+int(n):]
+	if len(b) < 4 {
+		return "", a, fmt.Errorf("%w: %d bytes after the settings, want at least 5", ErrUserData, len(b))
+	}
+	a.Generation = int32(binary.BigEndian.Uint32(b[:4]))
+	b = b[4:]
+	n, k = uvarint(b)
 	if k <= 0 || n > uint64(len(b)) { // each task takes at least one byte
-		return 0, Assignment{}, fmt.Errorf("%w: bad task count", ErrUserData)
+		return "", Assignment{}, fmt.Errorf("%w: bad task count", ErrUserData)
 	}
 	b = b[k:]
 	if n > 0 {
@@ -78,19 +90,19 @@ func DecodeAssignment(b []byte) (uint64, Assignment, error) {
 	for i := range n {
 		d, k := uvarint(b)
 		if k <= 0 || i > 0 && d == 0 || d >= 1<<31 {
-			return 0, Assignment{}, fmt.Errorf("%w: bad task %d", ErrUserData, i)
+			return "", Assignment{}, fmt.Errorf("%w: bad task %d", ErrUserData, i)
 		}
 		b = b[k:]
 		prev += d
 		if prev >= 1<<31 {
-			return 0, Assignment{}, fmt.Errorf("%w: task ID out of range", ErrUserData)
+			return "", Assignment{}, fmt.Errorf("%w: task ID out of range", ErrUserData)
 		}
 		a.Tasks = append(a.Tasks, ID(prev))
 	}
 	if len(b) != 0 {
-		return 0, Assignment{}, fmt.Errorf("%w: %d trailing bytes", ErrUserData, len(b))
+		return "", Assignment{}, fmt.Errorf("%w: %d trailing bytes", ErrUserData, len(b))
 	}
-	return fp, a, nil
+	return settings, a, nil
 }
 
 // uvarint is binary.Uvarint that also rejects non-canonical encodings

@@ -16,6 +16,7 @@ import (
 
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/proxy"
+	"github.com/phasegate/phasegate/tasks"
 	"github.com/phasegate/phasegate/watermarks"
 )
 
@@ -63,6 +64,24 @@ type Config struct {
 type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
+
+// settingVars names the variables behind each word of tasks.Layout's
+// Settings.
+var settingVars = map[string]string{
+	"routing": "ROUTING", "tasks": "TASKS", "output": "OUTPUT_TOPIC (topic:partitions)", "phase": "PHASE_LENGTH",
+	"out-of-orderness": "MAX_OUT_OF_ORDERNESS", "inputs": "INPUT_TOPICS (topic:partitions)",
+}
+
+// settingsError is the one line for an instance its consumer group
+// refused because it runs with other settings (exit status 2).
+func settingsError(group string, se *tasks.SettingsError) error {
+	var parts []string
+	for _, d := range se.Differences() {
+		parts = append(parts, fmt.Sprintf("%s%s is %s here but %s in consumer group %s", envPrefix, settingVars[d.Key], d.Mine, d.Group, group))
+	}
+	return &configError{strings.Join(parts, "; ") +
+		": every instance of a group must agree; change a setting on every instance at once (stop them all), and a phase length, bound or layout with a new group and output topic"}
+}
 
 func badVar(name, value, allowed string) error {
 	return &configError{fmt.Sprintf("%s%s=%q: %s", envPrefix, name, value, allowed)}

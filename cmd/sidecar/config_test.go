@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/phasegate/phasegate/tasks"
 )
 
 func validEnv() map[string]string {
@@ -337,5 +341,24 @@ func TestTasksVariable(t *testing.T) {
 				t.Fatalf("proxy.Config.Tasks = %d, want %d", pc.Tasks, tt.want)
 			}
 		})
+	}
+}
+
+// A group that refused the instance for its settings: one line naming each
+// variable that differs, with both values (exit status 2 in run).
+func TestSettingsErrorNamesTheVariables(t *testing.T) {
+	layout := func(phase time.Duration, topic string) string {
+		l, err := tasks.NewLayout(tasks.Topology{Inputs: []tasks.Input{{Topic: "orders", Partitions: 3}}, OutputPartitions: 3,
+			OutputTopic: topic, PhaseLength: phase})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Settings()
+	}
+	err := settingsError("joins", &tasks.SettingsError{Group: layout(100*time.Millisecond, "aligned"), Mine: layout(time.Second, "aligned")})
+	want := "PHASEGATE_PHASE_LENGTH is 1s here but 100ms in consumer group joins: every instance of a group must agree; change a setting on every instance at once (stop them all), and a phase length, bound or layout with a new group and output topic"
+	var ce *configError
+	if !errors.As(err, &ce) || ce.msg != want {
+		t.Fatalf("settingsError = %v\nwant %s", err, want)
 	}
 }

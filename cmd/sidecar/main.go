@@ -15,6 +15,7 @@ import (
 
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/proxy"
+	"github.com/phasegate/phasegate/tasks"
 )
 
 func main() {
@@ -89,6 +90,10 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 	defer stop()
 	err = serve(ctx, cfg, log)
 	var ce *configError
+	var se *tasks.SettingsError
+	if errors.As(err, &se) {
+		err = settingsError(cfg.GroupID, se)
+	}
 	switch {
 	case err == nil:
 		return 0
