@@ -319,6 +319,48 @@ func TestJoinWithoutMetadataSkipsWhatItCannotProve(t *testing.T) {
 	}
 }
 
+// A group the Python reader committed to carries its checkpoint with the
+// C string terminator confluent-kafka appends ({"phasegate":1,"done":5}
+// and a NUL byte): the join still reads it as checkpoint metadata and
+// returns phases 6 to 8 whole, skipping none.
+func TestJoinResumesFromPythonReadersCheckpoint(t *testing.T) {
+	c, err := kafkatest.Kfake(map[string]int32{"aligned": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	lanes(t, brokers)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "aligned", Partition: 0, At: 2, LeaderEpoch: -1, Metadata: "{\"phasegate\":1,\"done\":5}\x00"})
+	resp, err := kadm.NewClient(cl).CommitOffsets(context.Background(), "from-python", offs)
+	cl.Close()
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	j := &Join{Left: "orders", Right: "payments", Out: &out, Idle: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := j.Run(ctx, brokers, "aligned", "from-python"); err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for ph := 6; ph <= 8; ph++ {
+		want += fmt.Sprintf("phase=%d partition=0 records=2 sources=orders:1,payments:1 marker_count=2 sealed_by=watermark joined=1 unmatched=0\n", ph)
+	}
+	if out.String() != want || j.Violations+j.Skipped != 0 {
+		t.Fatalf("printed\n%swant\n%s", out.String(), want)
+	}
+}
+
 // syncBuffer is a bytes.Buffer the join goroutine writes while the test reads.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -52,6 +52,41 @@ def phase_line(partition, p):
             f"marker_count={p.marker.count} sealed_by={p.marker.sealed_by}")
 
 
+# confluent-kafka 2.16.1 (src/confluent_kafka/src/confluent_kafka.c) commits
+# TopicPartition.metadata with its C string terminator (metadata_size =
+# strlen + 1: the broker stores '{"phasegate":1,"done":N}\0') and reads it
+# back with strdup, as a C string, although librdkafka's copy is not
+# terminated: metadata this reader wrote comes back whole (its own NUL ends
+# it), but metadata a Java or Go reader wrote comes back followed by
+# whatever lies after it in memory, or raises UnicodeDecodeError. The two
+# helpers below undo the read side; the NUL written is beyond this reader.
+
+def committed_offsets(consumer, partitions, attempts=5):
+    """consumer.committed, asked again when the bytes read past the
+    metadata were not UTF-8."""
+    for attempt in range(attempts):
+        try:
+            return consumer.committed(partitions, timeout=30)
+        except UnicodeDecodeError:
+            if attempt == attempts - 1:
+                raise
+
+
+def clean_metadata(s):
+    """The checkpoint metadata of s as committed (rule C2): s itself, or,
+    when s is not metadata but begins with metadata exactly as a reader
+    writes it, that beginning (the rest was read past its end)."""
+    if not s:
+        return ""
+    if markers.parse_checkpoint_metadata(s)[2]:
+        return s
+    head = s[:s.find("}") + 1]
+    done, has_done, ok = markers.parse_checkpoint_metadata(head)
+    if ok and head == markers.append_checkpoint_metadata(done, has_done):
+        return head
+    return s
+
+
 class NewerVersion(Exception):
     """A marker of a version this reader does not know: it must stop."""
 
@@ -70,7 +105,7 @@ class Readers:
         """on_assign: each partition starts at its committed offset and
         metadata; with no commit, or one below the log's start (deleted by
         retention), at the log's start without metadata (rule C4)."""
-        committed = consumer.committed(partitions, timeout=30)
+        committed = committed_offsets(consumer, partitions)
         starts = []
         for tp in committed:
             if tp.error is not None:
@@ -79,7 +114,7 @@ class Readers:
             if tp.offset < 0 or tp.offset < low:  # OFFSET_INVALID: no commit
                 start = markers.Checkpoint(low, "")
             else:
-                start = markers.Checkpoint(tp.offset, tp.metadata or "")
+                start = markers.Checkpoint(tp.offset, clean_metadata(tp.metadata))
             self.readers[tp.partition] = markers.Reader(tp.partition, start)
             self.committed[tp.partition] = start
             print(f"start partition={tp.partition} offset={start.offset} metadata={start.metadata or '-'}",

@@ -59,5 +59,17 @@ class PhaseLineTest(unittest.TestCase):
         self.assertEqual(r.checkpoint(), markers.Checkpoint(5, '{"phasegate":1,"done":5}'))
 
 
+class CleanMetadataTest(unittest.TestCase):
+    def test_bytes_read_past_the_metadata_are_dropped(self):
+        for got, want in [('{"phasegate":1,"done":7}', '{"phasegate":1,"done":7}'),
+                          ('{"phasegate":1,"done":7}\udc8a@x', '{"phasegate":1,"done":7}'),
+                          ('{"phasegate":1}zz', '{"phasegate":1}'),
+                          (' { "done" : 7 , "phasegate" : 1 } ', ' { "done" : 7 , "phasegate" : 1 } '),
+                          ('{"phasegate":2,"done":7}zz', '{"phasegate":2,"done":7}zz'),  # not metadata either way
+                          ('hello', 'hello'), (None, ""), ("", "")]:
+            with self.subTest(got):
+                self.assertEqual(reader.clean_metadata(got), want)
+
+
 if __name__ == "__main__":
     unittest.main()
