@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/internal/topicread"
 	"github.com/phasegate/phasegate/internal/verify"
 	"github.com/phasegate/phasegate/markers"
 )
@@ -75,31 +76,35 @@ func (v *verifier) readWhole(ctx context.Context, topic string, fn func(*verify.
 	if err != nil {
 		return fmt.Errorf("partitions of %s: %w", topic, err)
 	}
-	tr := newTopicReader(v.client, topic)
+	tr := topicread.New(v.client, topic)
 	for _, p := range parts {
-		start, err := offsetsAt(v.client, topic, p, sarama.OffsetOldest)
+		start, err := topicread.OffsetAt(v.client, topic, p, sarama.OffsetOldest)
 		if err != nil {
 			return fmt.Errorf("log start of %s/%d: %w", topic, p, err)
 		}
-		end, err := offsetsAt(v.client, topic, p, sarama.OffsetNewest)
+		end, err := topicread.OffsetAt(v.client, topic, p, sarama.OffsetNewest)
 		if err != nil {
 			return fmt.Errorf("last stable offset of %s/%d: %w", topic, p, err)
 		}
 		if !v.o.from.IsZero() {
-			if o, err := offsetsAt(v.client, topic, p, v.o.from.UnixMilli()); err == nil && o >= 0 {
+			if o, err := topicread.OffsetAt(v.client, topic, p, v.o.from.UnixMilli()); err == nil && o >= 0 {
 				start = max(start, min(o, end))
 			}
 		}
-		tr.add(p, start, end)
+		tr.Add(p, start, end)
 	}
-	never := func(int32) bool { return false }
-	for !tr.finished() {
+	for !tr.Finished() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := tr.fetch(ctx, never, fn); err != nil {
+		if err := tr.Fetch(ctx, nil, func(r topicread.Record) { fn(verifyRecord(r)) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// verifyRecord is a record read as the checker takes it.
+func verifyRecord(r topicread.Record) *verify.Record {
+	return &verify.Record{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: r.Headers}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/internal/topicread"
 	"github.com/phasegate/phasegate/internal/verify"
 )
 
@@ -19,7 +20,7 @@ type verifier struct {
 	client  sarama.Client
 	out     *printer
 	stderr  io.Writer
-	reader  *topicReader
+	reader  *topicread.Reader
 	checker *verify.Checker
 	cut     map[int32]bool
 	checked map[uint64]bool // phases handed over by the checker (for --inputs)
@@ -76,14 +77,14 @@ func (v *verifier) setup(stdout io.Writer) error {
 			}
 		}
 	}
-	v.reader = newTopicReader(v.client, v.o.topic)
+	v.reader = topicread.New(v.client, v.o.topic)
 	midLog := map[int32]bool{}
 	for p := range int32(len(parts)) {
-		oldest, err := offsetsAt(v.client, v.o.topic, p, sarama.OffsetOldest)
+		oldest, err := topicread.OffsetAt(v.client, v.o.topic, p, sarama.OffsetOldest)
 		if err != nil {
 			return fmt.Errorf("log start of %s/%d: %w", v.o.topic, p, err)
 		}
-		lso, err := offsetsAt(v.client, v.o.topic, p, sarama.OffsetNewest)
+		lso, err := topicread.OffsetAt(v.client, v.o.topic, p, sarama.OffsetNewest)
 		if err != nil {
 			return fmt.Errorf("last stable offset of %s/%d: %w", v.o.topic, p, err)
 		}
@@ -116,7 +117,7 @@ func (v *verifier) setup(stdout io.Writer) error {
 		end = max(end, start)
 		v.cut[p] = end < lso
 		midLog[p] = start > oldest
-		v.reader.add(p, start, end)
+		v.reader.Add(p, start, end)
 	}
 	v.out = newPrinter(stdout, v.o.json)
 	v.checker = verify.New(verify.Config{
@@ -130,18 +131,18 @@ func (v *verifier) setup(stdout io.Writer) error {
 			v.out.phase(s)
 		},
 	})
-	for _, pp := range v.reader.parts {
-		if midLog[pp.p] {
-			v.checker.StartsMidLog(pp.p)
+	for _, pp := range v.reader.Parts() {
+		if midLog[pp.P] {
+			v.checker.StartsMidLog(pp.P)
 		}
 	}
-	v.total = v.reader.pending()
+	v.total = v.reader.Pending()
 	return nil
 }
 
 // offsetForTime is the first offset of p at or after t, or lso when none.
 func (v *verifier) offsetForTime(p int32, t time.Time, lso int64) (int64, error) {
-	o, err := offsetsAt(v.client, v.o.topic, p, t.UnixMilli())
+	o, err := topicread.OffsetAt(v.client, v.o.topic, p, t.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("offset of %s/%d at %s: %w", v.o.topic, p, t.Format(time.RFC3339), err)
 	}
@@ -228,9 +229,9 @@ func (v *verifier) run(ctx context.Context) int {
 // read feeds the checker until every range is read, ctx ends or the
 // cluster cannot be read. It alone touches the checker until it returns.
 func (v *verifier) read(ctx context.Context) error {
-	for _, pp := range v.reader.parts {
-		if pp.done {
-			v.checker.EndPartition(pp.p, pp.end, v.cut[pp.p])
+	for _, pp := range v.reader.Parts() {
+		if pp.Done {
+			v.checker.EndPartition(pp.P, pp.End, v.cut[pp.P])
 		}
 	}
 	var tick <-chan time.Time
@@ -242,14 +243,14 @@ func (v *verifier) read(ctx context.Context) error {
 	// Memory: beyond max-open-phases, only the partitions holding the
 	// oldest open phase back are read.
 	paused := func(p int32) bool { return v.checker.Open() > v.o.maxOpen && !v.checker.Behind(p) }
-	feed := func(r *verify.Record) { v.checker.Feed(r) }
-	for !v.reader.finished() && ctx.Err() == nil {
-		if err := v.reader.fetch(ctx, paused, feed); err != nil {
+	feed := func(r topicread.Record) { v.checker.Feed(verifyRecord(r)) }
+	for !v.reader.Finished() && ctx.Err() == nil {
+		if err := v.reader.Fetch(ctx, paused, feed); err != nil {
 			return err
 		}
-		for _, pp := range v.reader.parts {
-			if pp.done {
-				v.checker.EndPartition(pp.p, pp.end, v.cut[pp.p]) // once: later calls do nothing
+		for _, pp := range v.reader.Parts() {
+			if pp.Done {
+				v.checker.EndPartition(pp.P, pp.End, v.cut[pp.P]) // once: later calls do nothing
 			}
 		}
 		select {
@@ -263,7 +264,7 @@ func (v *verifier) read(ctx context.Context) error {
 
 // progress prints one line on stderr.
 func (v *verifier) progress() {
-	done := v.total - v.reader.pending()
+	done := v.total - v.reader.Pending()
 	el := time.Since(v.started).Seconds()
 	pct := 100.0
 	if v.total > 0 {

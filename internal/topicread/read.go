@@ -1,4 +1,14 @@
-package main
+// Package topicread reads partitions of one topic with read_committed
+// between fixed offsets, with Fetch requests of its own rather than
+// sarama's Consumer: only the raw batches say where a partition's
+// position is after control records and aborted batches, which
+// read_committed never hands out, so only they tell when a range is read
+// to its end. sidecar verify reads whole topics with it, and the sidecar
+// reads the output's last markers at start-up.
+//
+// A Reader is not safe for concurrent use. Records handed to the callback
+// keep sarama's slices: copy what outlives the call's batch if needed.
+package topicread
 
 import (
 	"context"
@@ -9,29 +19,25 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/phasegate/phasegate/internal/verify"
 	"github.com/phasegate/phasegate/markers"
 )
 
-// topicReader reads partitions of one topic with read_committed between
-// fixed offsets, with Fetch requests of its own rather than sarama's
-// Consumer: only the raw batches say where a partition's position is after
-// control records and aborted batches, which read_committed never hands
-// out, so only they tell when a range is read to its end.
-type topicReader struct {
+// Reader reads ranges of partitions of one topic (Add), a Fetch per
+// leader at a time (Fetch).
+type Reader struct {
 	client   sarama.Client
 	topic    string
 	version  int16
-	parts    []*partPos
+	parts    []*Part
 	failures int // fetches failed in a row
 }
 
-// partPos is one partition's range and position.
-type partPos struct {
-	p          int32
-	pos, end   int64 // next offset to read; end is exclusive
+// Part is one partition's range and position.
+type Part struct {
+	P          int32
+	Pos, End   int64 // next offset to read; End is exclusive
+	Done       bool
 	fetchBytes int32
-	done       bool
 }
 
 const (
@@ -41,7 +47,8 @@ const (
 	fetchMaxWait        = 500 * time.Millisecond
 )
 
-func newTopicReader(client sarama.Client, topic string) *topicReader {
+// New returns a Reader of topic over client.
+func New(client sarama.Client, topic string) *Reader {
 	v := client.Config().Version
 	var version int16
 	switch { // the versions sarama's own consumer picks
@@ -50,47 +57,52 @@ func newTopicReader(client sarama.Client, topic string) *topicReader {
 	default:
 		version = 11 // KAFKA_VERSION is at least 2.5 (kafkaVersion)
 	}
-	return &topicReader{client: client, topic: topic, version: version}
+	return &Reader{client: client, topic: topic, version: version}
 }
 
-// add reads partition p from start to end (exclusive).
-func (t *topicReader) add(p int32, start, end int64) *partPos {
-	pp := &partPos{p: p, pos: start, end: end, fetchBytes: partitionFetchBytes, done: start >= end}
+// Add reads partition p from start to end (exclusive).
+func (t *Reader) Add(p int32, start, end int64) *Part {
+	pp := &Part{P: p, Pos: start, End: end, fetchBytes: partitionFetchBytes, Done: start >= end}
 	t.parts = append(t.parts, pp)
 	return pp
 }
 
-// pending is the number of offsets left to read.
-func (t *topicReader) pending() (n int64) {
+// Parts returns the ranges added, in order.
+func (t *Reader) Parts() []*Part { return t.parts }
+
+// Pending is the number of offsets left to read.
+func (t *Reader) Pending() (n int64) {
 	for _, pp := range t.parts {
-		if !pp.done {
-			n += pp.end - pp.pos
+		if !pp.Done {
+			n += pp.End - pp.Pos
 		}
 	}
 	return n
 }
 
-func (t *topicReader) finished() bool {
+// Finished reports whether every range is read.
+func (t *Reader) Finished() bool {
 	for _, pp := range t.parts {
-		if !pp.done {
+		if !pp.Done {
 			return false
 		}
 	}
 	return true
 }
 
-// fetch sends one Fetch per leader for the partitions neither done nor
-// paused, and hands each visible record to fn, in offset order per
-// partition.
-func (t *topicReader) fetch(ctx context.Context, paused func(int32) bool, fn func(*verify.Record)) error {
-	byLeader := map[*sarama.Broker][]*partPos{}
+// Fetch sends one Fetch per leader for the partitions neither done nor
+// paused (paused may be nil), and hands each visible record to fn, in
+// offset order per partition. It retries leadership and transport errors
+// (refreshing the metadata) up to a bound, and returns other errors.
+func (t *Reader) Fetch(ctx context.Context, paused func(int32) bool, fn func(Record)) error {
+	byLeader := map[*sarama.Broker][]*Part{}
 	for _, pp := range t.parts {
-		if pp.done || paused(pp.p) {
+		if pp.Done || paused != nil && paused(pp.P) {
 			continue
 		}
-		b, err := t.client.Leader(t.topic, pp.p)
+		b, err := t.client.Leader(t.topic, pp.P)
 		if err != nil {
-			return t.retry(ctx, fmt.Errorf("leader of %s/%d: %w", t.topic, pp.p, err), true)
+			return t.retry(ctx, fmt.Errorf("leader of %s/%d: %w", t.topic, pp.P, err), true)
 		}
 		byLeader[b] = append(byLeader[b], pp)
 	}
@@ -98,7 +110,7 @@ func (t *topicReader) fetch(ctx context.Context, paused func(int32) bool, fn fun
 		req := &sarama.FetchRequest{Version: t.version, MaxWaitTime: int32(fetchMaxWait / time.Millisecond), MinBytes: 1,
 			MaxBytes: fetchMaxBytes, Isolation: sarama.ReadCommitted, SessionID: 0, SessionEpoch: -1}
 		for _, pp := range pps {
-			req.AddBlock(t.topic, pp.p, pp.pos, pp.fetchBytes, -1)
+			req.AddBlock(t.topic, pp.P, pp.Pos, pp.fetchBytes, -1)
 		}
 		resp, err := b.Fetch(req)
 		if err != nil {
@@ -106,15 +118,15 @@ func (t *topicReader) fetch(ctx context.Context, paused func(int32) bool, fn fun
 			return t.retry(ctx, fmt.Errorf("fetch from broker %s: %w", b.Addr(), err), true)
 		}
 		for _, pp := range pps {
-			blk := resp.GetBlock(t.topic, pp.p)
+			blk := resp.GetBlock(t.topic, pp.P)
 			if blk == nil {
-				return t.retry(ctx, fmt.Errorf("fetch %s/%d: %w", t.topic, pp.p, sarama.ErrIncompleteResponse), true)
+				return t.retry(ctx, fmt.Errorf("fetch %s/%d: %w", t.topic, pp.P, sarama.ErrIncompleteResponse), true)
 			}
 			if err := t.take(pp, blk, fn); err != nil {
 				if errors.Is(err, sarama.ErrOffsetOutOfRange) {
-					return fmt.Errorf("%s/%d: offset %d is no longer in the log (deleted by retention while being read?)", t.topic, pp.p, pp.pos)
+					return fmt.Errorf("%s/%d: offset %d is no longer in the log (deleted by retention while being read?)", t.topic, pp.P, pp.Pos)
 				}
-				return t.retry(ctx, fmt.Errorf("fetch %s/%d: %w", t.topic, pp.p, err), false)
+				return t.retry(ctx, fmt.Errorf("fetch %s/%d: %w", t.topic, pp.P, err), false)
 			}
 		}
 	}
@@ -129,7 +141,7 @@ const maxFailures = 100
 // retry refreshes the metadata after a leader change or a lost broker and
 // waits a moment; it returns err when err cannot pass (transport is false
 // and err is not a leadership error) or after maxFailures in a row.
-func (t *topicReader) retry(ctx context.Context, err error, transport bool) error {
+func (t *Reader) retry(ctx context.Context, err error, transport bool) error {
 	t.failures++
 	if t.failures > maxFailures {
 		return fmt.Errorf("%w (%d attempts in a row failed)", err, t.failures)
@@ -149,7 +161,7 @@ func (t *topicReader) retry(ctx context.Context, err error, transport bool) erro
 
 // take hands out the visible records of one partition's block and moves
 // its position past every batch, control and aborted ones included.
-func (t *topicReader) take(pp *partPos, blk *sarama.FetchResponseBlock, fn func(*verify.Record)) error {
+func (t *Reader) take(pp *Part, blk *sarama.FetchResponseBlock, fn func(Record)) error {
 	if !errors.Is(blk.Err, sarama.ErrNoError) {
 		return blk.Err
 	}
@@ -180,20 +192,20 @@ func (t *topicReader) take(pp *partPos, blk *sarama.FetchResponseBlock, fn func(
 		default:
 			for _, r := range b.Records {
 				off := b.FirstOffset + r.OffsetDelta
-				if off < pp.pos {
+				if off < pp.Pos {
 					continue
 				}
-				if off >= pp.end {
+				if off >= pp.End {
 					break
 				}
-				fn(toRecord(pp.p, off, b, r))
+				fn(toRecord(pp.P, off, b, r))
 			}
 		}
-		if next > pp.pos {
-			pp.pos, progressed = next, true
+		if next > pp.Pos {
+			pp.Pos, progressed = next, true
 		}
-		if pp.pos >= pp.end {
-			pp.pos, pp.done = pp.end, true
+		if pp.Pos >= pp.End {
+			pp.Pos, pp.Done = pp.End, true
 			return nil
 		}
 	}
@@ -203,8 +215,16 @@ func (t *topicReader) take(pp *partPos, blk *sarama.FetchResponseBlock, fn func(
 	return nil
 }
 
+// Record is one record read: its partition and timestamp, and the record
+// as markers reads it (a nil Key is a null key).
+type Record struct {
+	Partition int32
+	Timestamp time.Time
+	markers.Record
+}
+
 // toRecord converts a sarama record; the slices stay sarama's.
-func toRecord(p int32, off int64, b *sarama.RecordBatch, r *sarama.Record) *verify.Record {
+func toRecord(p int32, off int64, b *sarama.RecordBatch, r *sarama.Record) Record {
 	ts := b.FirstTimestamp.Add(r.TimestampDelta)
 	if b.LogAppendTime {
 		ts = b.MaxTimestamp
@@ -213,13 +233,13 @@ func toRecord(p int32, off int64, b *sarama.RecordBatch, r *sarama.Record) *veri
 	for i, h := range r.Headers {
 		hs[i] = markers.Header{Key: h.Key, Value: h.Value}
 	}
-	return &verify.Record{Partition: p, Offset: off, Timestamp: ts, Key: r.Key, Value: r.Value, Headers: hs}
+	return Record{Partition: p, Timestamp: ts, Record: markers.Record{Key: r.Key, Value: r.Value, Headers: hs, Offset: off}}
 }
 
-// offsetsAt lists partition p's offset for a timestamp in ms, or for
+// OffsetAt lists partition p's offset for a timestamp in ms, or for
 // sarama.OffsetNewest / OffsetOldest, as a read_committed consumer sees it:
 // OffsetNewest is then the last stable offset.
-func offsetsAt(client sarama.Client, topic string, p int32, ts int64) (int64, error) {
+func OffsetAt(client sarama.Client, topic string, p int32, ts int64) (int64, error) {
 	b, err := client.Leader(topic, p)
 	if err != nil {
 		return 0, err
