@@ -25,7 +25,9 @@ import (
 type Join struct {
 	Left, Right string
 	Out         io.Writer
-	// Idle, when positive, ends Run after that long without a record.
+	// Idle, when positive, ends Run after that long without a record
+	// (counted from the last assignment too, so a slow group join does
+	// not end it).
 	Idle time.Duration
 	// SessionTimeout is the group session timeout (0: the client's 45 s).
 	SessionTimeout time.Duration
@@ -38,9 +40,10 @@ type Join struct {
 	// return at once, committing nothing more, as a killed process would.
 	crash func() bool
 
-	mu      sync.Mutex // guards readers and starts: the group callbacks run on the client's goroutines
-	readers map[int32]*markers.Reader
-	starts  map[int32]markers.Checkpoint // where each assigned partition's reader starts
+	mu       sync.Mutex // guards readers, starts and assigned: the group callbacks run on the client's goroutines
+	readers  map[int32]*markers.Reader
+	starts   map[int32]markers.Checkpoint // where each assigned partition's reader starts
+	assigned time.Time                    // the last offset fetch of an assignment: Idle counts from it too
 }
 
 // ErrNewerVersion is returned by Run at a marker of a wire format version
@@ -127,6 +130,11 @@ func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) e
 		if err != nil || crashed {
 			return err
 		}
+		j.mu.Lock()
+		if j.assigned.After(last) {
+			last = j.assigned
+		}
+		j.mu.Unlock()
 		if n > 0 {
 			last = time.Now()
 		} else if j.Idle > 0 && time.Since(last) > j.Idle {
@@ -189,6 +197,7 @@ func (j *Join) fetched(ctx context.Context, cl *kgo.Client, topic string, resp *
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.assigned = time.Now()
 	for p, c := range commits {
 		lo, ok := low.Lookup(topic, p)
 		if !ok {

@@ -100,11 +100,13 @@ class Readers:
         self.readers = {}
         self.committed = {}  # partition -> the last Checkpoint committed or started from
         self.violations = 0
+        self.assigned_at = 0.0  # time.monotonic() of the last assignment: --idle counts from here too
 
     def assigned(self, consumer, partitions):
         """on_assign: each partition starts at its committed offset and
         metadata; with no commit, or one below the log's start (deleted by
         retention), at the log's start without metadata (rule C4)."""
+        self.assigned_at = time.monotonic()
         committed = committed_offsets(consumer, partitions)
         starts = []
         for tp in committed:
@@ -190,7 +192,7 @@ def run(args):
         while not stop:
             msg = consumer.poll(0.2)
             if msg is None:
-                if args.idle and time.monotonic() - last > args.idle:
+                if args.idle and time.monotonic() - max(last, readers.assigned_at) > args.idle:
                     break
                 continue
             if msg.error():

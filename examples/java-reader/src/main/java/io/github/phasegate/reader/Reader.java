@@ -53,6 +53,7 @@ public final class Reader {
   private final Map<Integer, PhaseReader> readers = new HashMap<>();
   private final Map<Integer, Phase.Checkpoint> committed = new HashMap<>(); // last committed or started from
   private int violations;
+  private long assignedAt; // when partitions were last assigned: --idle counts from here too
 
   /** A marker of a version this reader does not know: it must stop. */
   static final class NewerVersion extends Exception {
@@ -148,6 +149,7 @@ public final class Reader {
    * the log's start (deleted by retention), at the log's start without metadata (rule C4).
    */
   private void assigned(Collection<TopicPartition> parts) {
+    assignedAt = System.currentTimeMillis();
     if (parts.isEmpty()) {
       return;
     }
@@ -188,7 +190,7 @@ public final class Reader {
         break;
       }
       if (recs.isEmpty()) {
-        if (idleMs > 0 && System.currentTimeMillis() - last > idleMs) {
+        if (idleMs > 0 && System.currentTimeMillis() - Math.max(last, assignedAt) > idleMs) {
           break;
         }
         continue;
