@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -87,7 +86,7 @@ func (r *run) check(ctx context.Context) verdict {
 // sidecars' settings from the host: it must exit 0 and agree on the counts.
 func (r *run) checkVerifyCommand(ctx context.Context, out *verify.Output, acc *verify.Accounting) int {
 	cmd := exec.CommandContext(ctx, suite.bin, "verify", "--progress=0", "--inputs=env")
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(hostEnv(),
 		"PHASEGATE_BROKERS="+strings.Join(r.c.hostAddrs(), ","),
 		"PHASEGATE_INPUT_TOPICS="+strings.Join(r.forks, ","),
 		"PHASEGATE_OUTPUT_TOPIC="+r.out,

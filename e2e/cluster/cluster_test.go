@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -268,14 +269,14 @@ func (c *cluster) leaders(ctx context.Context, topic string) (map[int32]int32, e
 	return out, nil
 }
 
-// saveLogs writes a container's log to the test's log directory.
+// saveLogs writes a container's log, stdout and stderr, to the test's log
+// directory (kept when a test failed or with PHASEGATE_E2E_KEEP=1).
 func (c *cluster) saveLogs(name, file string) {
-	out, err := docker(context.Background(), "logs", name)
+	out, err := exec.Command("docker", "logs", name).CombinedOutput()
 	if err != nil {
-		// docker logs writes the container's stderr to its own stderr.
 		c.t.Logf("logs of %s: %v", name, err)
 	}
-	_ = os.WriteFile(filepath.Join(c.logDir, file+".log"), []byte(out), 0o644)
+	_ = os.WriteFile(filepath.Join(c.logDir, file+".log"), out, 0o644)
 }
 
 // poll calls cond every step until it returns true (true) or within

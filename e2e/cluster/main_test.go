@@ -144,3 +144,15 @@ func runCmd(ctx context.Context, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
+
+// hostEnv is this process's environment without PHASEGATE_* variables (the
+// tests' own, which the sidecar would warn about as unknown settings).
+func hostEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PHASEGATE_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
