@@ -121,7 +121,7 @@ func TestACLs(t *testing.T) {
 			}
 			// Each case starts from no ACL for the principal (the fork
 			// topics are shared by every case).
-			del := kadm.NewACLs().Allow("User:"+b.user).AllowHosts().AnyResource().
+			del := kadm.NewACLs().Allow("User:" + b.user).AllowHosts().AnyResource().
 				Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny)
 			if _, err := b.adm.DeleteACLs(ctx, del); err != nil {
 				t.Fatalf("delete the ACLs of User:%s: %v", b.user, err)
