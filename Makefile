@@ -44,9 +44,10 @@ images:
 containers:
 	./scripts/containers.sh
 
-## nemesis: all six faults of e2e/cluster on a three-broker cluster (~20 min).
+## nemesis: all six faults of e2e/cluster on a three-broker cluster and the
+## ACL test on a SASL_SSL broker (~25 min).
 nemesis:
-	NEMESIS=all ./scripts/containers.sh
+	NEMESIS=all ACLS=1 ./scripts/containers.sh
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s).
 FUZZTIME ?= 60s
