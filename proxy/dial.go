@@ -124,6 +124,10 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 		closeAll()
 		return nil, err
 	}
+	if err := checkOutput(client, cfg.OutputTopic, int32(len(out)), layout); err != nil {
+		closeAll()
+		return nil, err
+	}
 	strategy := tasks.NewStrategy(layout)
 	client.Config().Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
 	client.Config().Consumer.Fetch.Default = int32(FetchBytes(cfg.Watermarks.MaxBufferBytes, layout.InputPartitions()))

@@ -262,3 +262,42 @@ func OffsetAt(client sarama.Client, topic string, p int32, ts int64) (int64, err
 	}
 	return blk.Offset, nil
 }
+
+// Offsets is OffsetAt for many partitions at once: one ListOffsets request
+// per leader.
+func Offsets(client sarama.Client, topic string, parts []int32, ts int64) (map[int32]int64, error) {
+	byLeader := map[*sarama.Broker][]int32{}
+	for _, p := range parts {
+		b, err := client.Leader(topic, p)
+		if err != nil {
+			return nil, fmt.Errorf("leader of %s/%d: %w", topic, p, err)
+		}
+		byLeader[b] = append(byLeader[b], p)
+	}
+	out := make(map[int32]int64, len(parts))
+	for b, ps := range byLeader {
+		req := sarama.NewOffsetRequest(client.Config().Version)
+		req.IsolationLevel = sarama.ReadCommitted
+		for _, p := range ps {
+			req.AddBlock(topic, p, ts, 1)
+		}
+		resp, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			return nil, fmt.Errorf("list offsets of %s on broker %s: %w", topic, b.Addr(), err)
+		}
+		for _, p := range ps {
+			blk := resp.GetBlock(topic, p)
+			switch {
+			case blk == nil:
+				return nil, fmt.Errorf("list offsets of %s/%d: %w", topic, p, sarama.ErrIncompleteResponse)
+			case !errors.Is(blk.Err, sarama.ErrNoError):
+				return nil, fmt.Errorf("list offsets of %s/%d: %w", topic, p, blk.Err)
+			case len(blk.Offsets) == 1:
+				out[p] = blk.Offsets[0]
+			default:
+				out[p] = blk.Offset
+			}
+		}
+	}
+	return out, nil
+}
