@@ -248,7 +248,7 @@ func (c *chaos) identity(k TP, off int64) (string, bool) {
 
 // check: MARKERS.md 3.2 on every output partition (markers.Reader), and
 // every input record published or quarantined exactly once, or a proven
-// duplicate of one that was (DESIGN.md invariant 2).
+// duplicate of one that was (docs/DESIGN.md, invariant 2).
 func (c *chaos) check() {
 	c.t.Helper()
 	phases := c.phases() // fails the test on any reader violation

@@ -486,3 +486,29 @@ func wantHolds(t *testing.T, st Step[string], want ...string) {
 		t.Errorf("Holds = %q, want %q", got, want)
 	}
 }
+
+// doc.go: Handle, the per-record path, allocates nothing per record once
+// the phase's buffers have grown (proxy's BenchmarkHandle: 0 allocs/op).
+func TestHandleDoesNotAllocate(t *testing.T) {
+	h := newHarness(t, map[string]int32{"a": 2}, 2)
+	h.caughtUp()
+	recs := make([]Record[string], 4096)
+	for i := range recs {
+		recs[i] = h.record(in{topic: "a", part: int32(i % 2), ms: 10, key: "customer-42"}, int64(i/2))
+	}
+	i := 0
+	next := func() {
+		r := recs[i%len(recs)]
+		r.Offset = int64(i / 2)
+		h.s.Handle(&r)
+		i++
+	}
+	for range 1024 { // the phase's buffers and the dedupe cache grow
+		next()
+	}
+	avg := testing.AllocsPerRun(2048, next)
+	t.Logf("%.4f allocations per record", avg)
+	if avg > 0.05 {
+		t.Fatalf("Handle allocates %.3f times per record, want none but amortized growth", avg)
+	}
+}

@@ -25,8 +25,8 @@ type Step[M any] struct {
 	// Holds are the partitions that began or stopped holding the session's
 	// watermark back (HoldChange).
 	Holds []HoldChange
-	// Timeouts is how many phases newly outlived the seal timeout; Holders
-	// names the partitions then holding the global watermark back.
+	// Timeouts is how many phases newly outlived the seal timeout (Holders
+	// of the View names the partitions holding the watermark back).
 	Timeouts int64
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/phasegate/phasegate/watermarks"
 )
 
-// Streaming the oldest open phase (Config.StreamFor, DESIGN.md "Latency").
+// Streaming the oldest open phase (Config.StreamFor, docs/DESIGN.md, "Latency").
 //
 // The phase streamed is the global watermark's phase, Global: no partition
 // can still write a record of a lower phase (it would be late), and no

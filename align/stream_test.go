@@ -22,7 +22,7 @@ func wantKind(t *testing.T, st Step[string], kind BatchKind) {
 	}
 }
 
-// One rule per case (DESIGN.md "Latency", stream.go).
+// One rule per case (docs/DESIGN.md, "Latency"; stream.go).
 func TestStreaming(t *testing.T) {
 	cases := []struct {
 		name   string

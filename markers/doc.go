@@ -1,9 +1,9 @@
 // Package markers is phasegate's wire format, versions 1 (Version) and 2
 // (VersionWriters), as MARKERS.md defines it: the phasegate.* record headers, the
 // phase of a record, record identities, the JSON value of marker records,
-// the routing of records to output partitions, and a Reader with which a
-// join consumer (and every pipeline test) checks an output partition and
-// gets whole phases back.
+// and a Reader with which a join consumer (and every pipeline test) checks
+// an output partition, gets whole phases back, and learns where to commit
+// and start again (checkpoints, section 6).
 //
 // The package is a leaf: the standard library only, no Kafka client, no
 // package-level state, no clock. Headers are plain byte slices
@@ -39,7 +39,7 @@
 //     a later phase was read (several writers, rule M8); it never returns
 //     data whose completeness it did not see.
 //
-// Routing (MARKERS.md section 4) lives in proxy and the input-marker rules
+// Routing (MARKERS.md section 4) lives in align and the input-marker rules
 // of section 3.1 in dedupe and proxy, which own the state they need.
 //
 // Everything here is safe for concurrent use except a Meta and a Reader,

@@ -52,6 +52,9 @@ type Pipeline struct {
 	// the consumer's configuration (FetchBytes); a claim queues up to
 	// twice it.
 	fetchSize int64
+	// streamFor is align.Config.StreamFor, from the producer's
+	// transaction timeout (streamFor).
+	streamFor time.Duration
 
 	// Channels from the consumer group's goroutines to the loop; hot
 	// carries the records of the partitions holding the watermark, which
@@ -151,6 +154,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: cfg.Watermarks.Now,
 		outParts:  int32(len(out)),
 		fetchSize: int64(d.Client.Config().Consumer.Fetch.Default),
+		streamFor: streamFor(d.Producer.Timeout(), cfg.Watermarks),
 		quarParts: int32(len(quar)),
 		in:        make(chan delivery, inCapacity),
 		hot:       make(chan delivery, inCapacity),

@@ -443,7 +443,7 @@ func (p *Pipeline) alignConfig() align.Config {
 		InputTopics: p.cfg.InputTopics, OutputPartitions: p.outParts, QuarantinePartitions: p.quarParts,
 		Emitter: p.cfg.TransactionalID, Routing: p.cfg.Routing, Watermarks: w,
 		Dedupe: p.cfg.Dedupe, QuarantineDelay: p.cfg.QuarantineDelay, BatchBytes: batchBytes,
-		StreamFor: streamFor(p.deps.Producer.Timeout(), p.cfg.Watermarks),
+		StreamFor: p.streamFor,
 	}
 }
 

@@ -99,9 +99,9 @@ type Partition struct {
 //     reader holds up to T lanes per partition; T also bounds how many
 //     instances have work.
 type Layout struct {
-	topo   Topology
-	n      int32
-	inputs map[string]int32 // topic -> partitions
+	topo     Topology
+	n        int32
+	inputs   map[string]int32 // topic -> partitions
 	fp       uint64
 	settings string
 }

@@ -108,7 +108,7 @@ func (t *Tracker) scan(now time.Time) view {
 	v.low, v.ms, v.allIdle = allLow, allMs, !anyLive
 	if !anyLive && len(t.open) > 0 {
 		// Every partition is idle: none has a record to give, so every open
-		// phase is complete, the newest one included (DESIGN.md invariant 5:
+		// phase is complete, the newest one included (docs/DESIGN.md, invariant 5:
 		// the last phases seal instead of waiting for data that may never
 		// come).
 		if top := t.open[len(t.open)-1].id; top < math.MaxUint64 {

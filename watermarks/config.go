@@ -113,7 +113,7 @@ func (v Verdict) String() string {
 }
 
 // Config is what a Tracker needs. cmd/sidecar fills it from the environment
-// (its defaults are DESIGN.md's); Validate names the variables. Now must be
+// (its defaults are docs/DESIGN.md's, "Configuration"); Validate names the variables. Now must be
 // set by the caller.
 type Config struct {
 	// PhaseLength is the span of a timestamp-derived phase; > 0 and a whole

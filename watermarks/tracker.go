@@ -103,13 +103,13 @@ func New(cfg Config, sealedBelow uint64) (*Tracker, error) {
 		return nil, err
 	}
 	return &Tracker{
-		cfg:     cfg,
-		phaseMs: cfg.PhaseLength.Milliseconds(),
-		oooMs:   cfg.MaxOutOfOrderness.Milliseconds(),
-		index:   make(map[partKey]P),
-		global:  sealedBelow,
-		start:   sealedBelow,
-		phases:  make(map[uint64]*phase),
+		cfg:      cfg,
+		phaseMs:  cfg.PhaseLength.Milliseconds(),
+		oooMs:    cfg.MaxOutOfOrderness.Milliseconds(),
+		index:    make(map[partKey]P),
+		global:   sealedBelow,
+		start:    sealedBelow,
+		phases:   make(map[uint64]*phase),
 		timeout:  adaptive{min: cfg.SealTimeoutMin, max: cfg.SealTimeoutMax, current: cfg.SealTimeoutMax},
 		sealedAt: cfg.Now(),
 	}, nil

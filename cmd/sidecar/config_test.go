@@ -271,7 +271,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.QuarantineTopic != "aligned.quarantine" || cfg.GroupID != "phasegate" ||
 		!strings.HasPrefix(cfg.TransactionalID, "phasegate-") || cfg.MaxBufferBytes != 268435456 ||
 		cfg.IdleTimeout.String() != "5s" || cfg.PhaseLength.String() != "1s" || cfg.HTTPAddr != ":9464" {
-		t.Fatalf("defaults differ from DESIGN.md: %+v", cfg)
+		t.Fatalf("defaults differ from docs/DESIGN.md: %+v", cfg)
 	}
 }
 

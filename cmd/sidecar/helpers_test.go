@@ -1,8 +1,11 @@
 package main
 
 import (
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/phasegate/phasegate/proxy"
 )
 
 // pollUntil calls cond every 50 ms until it holds or timeout passes.
@@ -18,3 +21,6 @@ func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		<-tick.C
 	}
 }
+
+// partKey names a partition of the status as topic/partition.
+func partKey(p proxy.PartitionStatus) string { return p.Topic + "/" + strconv.Itoa(int(p.Partition)) }

@@ -92,8 +92,6 @@ func writeStatus(w io.Writer, base string, st *proxy.Phases, sealed int, all boo
 	return tw.Flush()
 }
 
-func partKey(p proxy.PartitionStatus) string { return p.Topic + "/" + strconv.Itoa(int(p.Partition)) }
-
 // fmtLead is how far p's watermark is ahead of the global one: in event
 // time when both have a time watermark, else in phases.
 func fmtLead(p proxy.PartitionStatus, st *proxy.Phases) string {

@@ -4,8 +4,7 @@
 // MARKERS.md section 3.2, on every partition (through markers.Reader, so
 // every rule the reader knows flows in) and across partitions (a phase
 // with data has a marker on every partition; a phasegate.id appears at
-// most once per phase across the topic; the markers of one phase agree on
-// sealed_by). Account then checks the fate of every input record: in the
+// most once per phase across the topic). Account then checks the fate of every input record: in the
 // output or the quarantine exactly once, or a proven duplicate.
 //
 // It holds no Kafka client: callers read the topics with any client
