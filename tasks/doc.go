@@ -1,4 +1,4 @@
-// Package tasks is phasegate's unit of work across instances (DESIGN.md,
+// Package tasks is phasegate's unit of work across instances (docs/DESIGN.md,
 // "Beyond one machine"): the fixed task set of a topology (Layout), the
 // assignment of whole tasks to consumer group members (Assign, and
 // Strategy, the sarama BalanceStrategy that runs it inside the group
