@@ -23,6 +23,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // nodes is the cluster's size: three combined broker+controller nodes.
@@ -254,6 +255,46 @@ func (c *cluster) createTopics(ctx context.Context, topics map[string]int32) {
 			c.t.Fatalf("create topic %s: %v", name, err)
 		}
 	}
+	// Every broker's metadata must list them with leaders before a sidecar
+	// starts: a sidecar asking a broker that has not caught up yet stops
+	// with "missing on the brokers" (seen in (a): one restart).
+	var missing string
+	if !poll(ctx, time.Minute, 200*time.Millisecond, func() bool {
+		missing = c.unseen(ctx, topics)
+		return missing == ""
+	}) {
+		c.t.Fatalf("topics not in every broker's metadata within 1 min: %s", missing)
+	}
+}
+
+// unseen is "" when every broker's own metadata lists every topic with a
+// leader for each partition, else what is missing where.
+func (c *cluster) unseen(ctx context.Context, topics map[string]int32) string {
+	for _, n := range c.nodes {
+		req := kmsg.NewPtrMetadataRequest()
+		for name := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, rt)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := req.RequestWith(rctx, c.cl.Broker(int(n.id)))
+		cancel()
+		if err != nil {
+			return fmt.Sprintf("%s: %v", n.alias, err)
+		}
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 || int32(len(t.Partitions)) != topics[*t.Topic] {
+				return fmt.Sprintf("%s: topic %s: error %d, %d partitions", n.alias, *t.Topic, t.ErrorCode, len(t.Partitions))
+			}
+			for _, p := range t.Partitions {
+				if p.Leader < 0 {
+					return fmt.Sprintf("%s: %s/%d has no leader", n.alias, *t.Topic, p.Partition)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // leaders maps each partition of topic to its leader.
