@@ -165,13 +165,20 @@ func (sc *scenario) checkTimeoutNamed(in *instance) {
 // instance is stopped either way.
 func (sc *scenario) stopInTransaction(in *instance) bool {
 	sc.t.Helper()
+	return sc.stopInTransactionOf(in, sc.txnID)
+}
+
+// stopInTransactionOf is stopInTransaction for an instance whose
+// transactional ID is id.
+func (sc *scenario) stopInTransactionOf(in *instance, id string) bool {
+	sc.t.Helper()
 	tick := time.NewTicker(23 * time.Millisecond)
 	defer tick.Stop()
 	for range 200 {
 		if err := in.signal(syscall.SIGSTOP); err != nil {
 			sc.t.Fatal(err)
 		}
-		if sc.txnState() == "Ongoing" {
+		if sc.txnStateOf(id) == "Ongoing" {
 			return true
 		}
 		if err := in.signal(syscall.SIGCONT); err != nil {
@@ -187,14 +194,17 @@ func (sc *scenario) stopInTransaction(in *instance) bool {
 }
 
 // txnState is the broker's state of the sidecar's transactional ID.
-func (sc *scenario) txnState() string {
+func (sc *scenario) txnState() string { return sc.txnStateOf(sc.txnID) }
+
+// txnStateOf is the broker's state of transactional ID id.
+func (sc *scenario) txnStateOf(id string) string {
 	ctx, cancel := context.WithTimeout(sc.ctx, 5*time.Second)
 	defer cancel()
-	d, err := sc.adm.DescribeTransactions(ctx, sc.txnID)
+	d, err := sc.adm.DescribeTransactions(ctx, id)
 	if err != nil {
 		return fmt.Sprintf("error: %v", err)
 	}
-	tx, ok := d[sc.txnID]
+	tx, ok := d[id]
 	if !ok || tx.Err != nil {
 		return fmt.Sprintf("error: %v", tx.Err)
 	}

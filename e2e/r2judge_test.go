@@ -5,6 +5,7 @@ package e2e
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"maps"
 	"regexp"
 	"slices"
@@ -107,8 +108,9 @@ type readerRun struct {
 	// after is the group's commits read right after the kill (killed
 	// runs only), by partition.
 	after map[int32]groupCommit
-	code  int  // exit status; -1 when killed by a signal
-	ok    bool // the status is what the reader should end with
+	code   int    // exit status; -1 when killed by a signal
+	ok     bool   // the status is what the reader should end with
+	stderr string // the file its stderr went to
 }
 
 // readerVerdict counts what a reader group printed and lists what is
@@ -168,7 +170,7 @@ func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64)
 			v.kills++
 		}
 		if !run.ok {
-			v.errorf("run %d ended with status %d", i+1, run.code)
+			v.errorf("run %d ended with status %d by itself (%s: %s)", i+1, run.code, run.stderr, lastLine(run.stderr))
 		}
 		this := map[phaseKey]bool{}
 		for _, l := range run.lines {
@@ -210,26 +212,26 @@ func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64)
 				v.repeats++
 			}
 			printed[k]++
-			if prev != nil && prev.killed {
+			if prev != nil && prev.after != nil {
 				if c, ok := prev.after[k.part]; ok {
-					if done, hasDone, meta := markers.ParseCheckpointMetadata(c.metadata); meta && hasDone && k.phase <= done {
-						v.errorf("run %d printed %s again after the kill; the group had committed offset %d with %q (run %d printed it %d times before)",
+					if done, hasDone, meta := parseCommitted(c.metadata); meta && hasDone && k.phase <= done {
+						v.errorf("run %d printed %s again after a restart; the group had committed offset %d with %q (run %d printed it %d times before)",
 							i+1, k, c.offset, c.metadata, i, printed[k]-1)
 					}
 				}
 			}
 		}
-		if run.killed {
+		if run.after != nil {
 			for p, c := range run.after {
-				done, hasDone, meta := markers.ParseCheckpointMetadata(c.metadata)
+				done, hasDone, meta := parseCommitted(c.metadata)
 				if !meta {
-					v.errorf("after kill %d the group's commit of partition %d is offset %d with metadata %q: no checkpoint metadata", v.kills, p, c.offset, c.metadata)
+					v.errorf("after run %d the group's commit of partition %d is offset %d with metadata %q: no checkpoint metadata", i+1, p, c.offset, c.metadata)
 					continue
 				}
 				for k, tp := range truth {
 					if k.part == p && (!hasDone || k.phase > done) && tp.first < c.offset {
-						v.errorf("after kill %d the group's commit of partition %d is offset %d with %q, past a record of %s at offset %d (rule C1: a resumed reader returns it short or not at all)",
-							v.kills, p, c.offset, c.metadata, k, tp.first)
+						v.errorf("after run %d the group's commit of partition %d is offset %d with %q, past a record of %s at offset %d (rule C1: a resumed reader returns it short or not at all)",
+							i+1, p, c.offset, c.metadata, k, tp.first)
 					}
 				}
 			}
@@ -256,6 +258,25 @@ func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64)
 			map[bool]string{true: " nor skipped", false: ""}[mid != nil], strings.Join(missing[:min(len(missing), 10)], ", "))
 	}
 	return v
+}
+
+// lastLine is the last line of file path, or why it cannot be read.
+func lastLine(path string) string {
+	if path == "" {
+		return "no stderr kept"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return tail(string(b), 1)
+}
+
+// parseCommitted reads committed checkpoint metadata as the readers do
+// (docs/CONSUMING.md): one trailing NUL dropped, which confluent-kafka
+// 2.16.1 (the Python reader's client) commits after the metadata.
+func parseCommitted(md string) (done uint64, hasDone, ok bool) {
+	return markers.ParseCheckpointMetadata(strings.TrimSuffix(md, "\x00"))
 }
 
 // summary is a verdict's counts for the scenario's line.

@@ -30,5 +30,5 @@ status=${PIPESTATUS[0]}
 set -e
 echo
 echo "== e2e summary ($((SECONDS - start)) s) =="
-grep -E '^(F[1-8] |S[1-4] |M[1-3] |P1 |R1 |e2e: )' "$out" || true
+grep -E '^(F[1-8] |S[1-4] |M[1-3] |P1 |R1 |R2-[a-z]+ |START |e2e: )' "$out" || true
 exit "$status"

@@ -89,6 +89,9 @@ type scenario struct {
 	// note, when set, adds counts of the scenario's own to its line (R2:
 	// the readers').
 	note func() string
+	// quiet, when set, leaves out the scenario's line (a round of a test
+	// that prints its own).
+	quiet bool
 	// ctx bounds the whole scenario.
 	ctx context.Context
 }
@@ -296,6 +299,9 @@ func (sc *scenario) supervisors() []*supervisor {
 // report prints the scenario's one line of counts, also when the scenario
 // failed before its check.
 func (sc *scenario) report() {
+	if sc.quiet {
+		return
+	}
 	verdict := "PASS"
 	if sc.t.Failed() {
 		verdict = "FAIL"

@@ -1,0 +1,330 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// R2's base records per sub-run, sized so that the whole of R2 fits CI in
+// a few minutes (PHASEGATE_E2E_RECORDS lowers them further): paced, the
+// sidecars follow the producer for 20 s; up front, they need a backlog
+// that lasts beyond the faults (3 instances took about 5 s for 30,000).
+const (
+	r2PacedRecords   = 30_000
+	r2UpfrontRecords = 120_000
+)
+
+// r2Tasks is R2's PHASEGATE_TASKS: every output partition has 3 writers.
+const r2Tasks = 3
+
+// R2: the layout issue 32's silent partial phases were seen on (three
+// sidecars in one group, PHASEGATE_ROUTING=key, PHASEGATE_TASKS=3, forks
+// of 7, 3 and 1 partitions, an output of 7), once with the input paced
+// over event time and once with all of it written before the sidecars
+// start. One sidecar is SIGKILLed (its supervisor restarts it); another is
+// SIGSTOPped while the broker shows its transaction Ongoing, kept stopped
+// until the group evicted it (longer than the session timeout), then
+// SIGCONTed: it must be fenced (exit non-zero, or rewind and rejoin)
+// and commit nothing first.
+//
+// Meanwhile the Go, Java and Python readers each read the output in a
+// group of their own from offset 0, and are each SIGKILLed and restarted
+// in that group after a third, half and two thirds of the phases; the
+// group's commit is read right after each kill. After the sidecars
+// stopped, each reader also reads once in a new group whose offsets were
+// set by hand, with no metadata, in the middle of every partition.
+//
+// The check: the scenario's usual one (every input in the output or the
+// quarantine exactly once, MARKERS.md 3.2 and 3.3 on the output, no open
+// transaction, ...), the output is version 2 of 3 writers, and each
+// reader's lines against the output read from offset 0 by markers.Reader
+// (judge): every phase printed whole, none short, none missing; a
+// repeat only of a phase above the "done" committed before the kill;
+// skips only from the hand-set offsets.
+func TestR2FleetReaders(t *testing.T) {
+	b := needBroker(t)
+	for _, c := range []struct {
+		name    string
+		upfront bool
+	}{{"paced", false}, {"upfront", true}} {
+		t.Run(c.name, func(t *testing.T) { runR2(t, b, "R2-"+c.name, c.upfront) })
+	}
+}
+
+func runR2(t *testing.T, b *broker, name string, upfront bool) {
+	sc := newShapedScenario(t, b, name, fleetShape)
+	sc.env["PHASEGATE_ROUTING"] = "key"
+	sc.env["PHASEGATE_TASKS"] = fmt.Sprint(r2Tasks)
+	var faults []string
+	verdicts := map[string]string{}
+	var vmu sync.Mutex // guards verdicts: the readers are judged in parallel
+	sc.note = func() string {
+		vmu.Lock()
+		defer vmu.Unlock()
+		var rs []string
+		for _, n := range readerNames {
+			if v, ok := verdicts[n]; ok {
+				rs = append(rs, n+": "+v)
+			}
+		}
+		return fmt.Sprintf("faults: %s; readers: %s;", strings.Join(faults, ", "), strings.Join(rs, "; "))
+	}
+	cmd := buildReaders(t, strings.Join(b.addrs, ","), sc.topo.orders, sc.topo.payments)
+	n, killAt, stopAt := r2PacedRecords, 0.2, 0.4
+	if upfront {
+		n, killAt, stopAt = r2UpfrontRecords, 0.1, 0.3
+	}
+	p := newPlanN(sc.topo, 32, min(records(), n), nil)
+	p.upfront = upfront
+	expected := expectedLines(p, sc.topo.outParts)
+
+	// The readers start with the sidecars, each in its own group; a
+	// failed scenario ends them.
+	rctx, stopReaders := context.WithCancel(sc.ctx)
+	var wg sync.WaitGroup
+	groups := map[string]*readerGroup{}
+	finals := map[string]chan map[phaseKey]truePhase{}
+	for _, n := range readerNames {
+		g := &readerGroup{name: n, group: sc.group + "-" + n, dir: sc.dir, printed: map[phaseKey]bool{}}
+		g.args = cmd(n, sc.topo.out, g.group, 0)
+		final := make(chan map[phaseKey]truePhase, 1)
+		groups[n], finals[n] = g, final
+		kills := []int{expected / 3, expected / 2, expected * 2 / 3}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.follow(rctx, t, sc.cl, sc.topo.out, kills, final)
+		}()
+	}
+	defer func() { stopReaders(); wg.Wait() }()
+
+	// Up front: every record is written before the first sidecar starts,
+	// which then takes every task until the others join. Paced: the
+	// three share the tasks before the first record is written, so that
+	// the faults below land where they say.
+	sc.plan = p
+	if upfront {
+		sc.startProducer(p)
+		if err := sc.prod.wait(sc.ctx); err != nil {
+			t.Fatalf("producing the input: %v", err)
+		}
+	}
+	sc.startSidecar()
+	bSup, cSup := sc.addInstance("b"), sc.addInstance("c")
+	sc.waitShared(3)
+	if !upfront {
+		sc.startProducer(p)
+	}
+	sc.waitProgress(killAt)
+	at := sc.progress()
+	took := sc.killAndResume(bSup)
+	faults = append(faults, fmt.Sprintf("SIGKILL b at %.0f %% (first phase %s after restart)", at*100, took.Round(10*time.Millisecond)))
+	sc.waitProgress(stopAt)
+	faults = append(faults, sc.pauseBeyondSession(cSup, sc.txnIDs[2]))
+
+	sc.finish()
+	r := sc.check()
+	checkWriters(t, r.outRecs, r2Tasks)
+	truth, err := truthOf(r.outRecs)
+	if err != nil {
+		t.Errorf("the output read from offset 0 by markers.Reader: %v", err)
+	}
+	t.Logf("the output holds %d phase-partitions (expected about %d from the plan)", len(truth), expected)
+	for _, n := range readerNames {
+		finals[n] <- truth
+	}
+	wg.Wait()
+
+	// Each reader once more, in a new group set by hand mid-partition.
+	mids := map[string]*readerRun{}
+	starts := map[string]map[int32]int64{}
+	var mmu sync.Mutex // guards mids and starts
+	var mwg sync.WaitGroup
+	for _, n := range readerNames {
+		mwg.Add(1)
+		go func() {
+			defer mwg.Done()
+			group := sc.group + "-" + n + "-mid"
+			at, err := midStart(sc.ctx, sc.adm, sc.topo.out, group)
+			if err != nil {
+				t.Errorf("reader %s: set the offsets of %s by hand: %v", n, group, err)
+				return
+			}
+			run := &readerRun{}
+			var lmu sync.Mutex
+			p, err := startReaderProc(cmd(n, sc.topo.out, group, 10), filepath.Join(sc.dir, n+"-mid.stderr"), run,
+				func(l string) { lmu.Lock(); run.lines = append(run.lines, l); lmu.Unlock() })
+			if err != nil {
+				t.Errorf("reader %s: %v", n, err)
+				return
+			}
+			select {
+			case <-p.done:
+			case <-time.After(3 * time.Minute):
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+				<-p.done
+				t.Errorf("reader %s in %s still ran after 3 minutes", n, group)
+			}
+			run.ok = run.code == 0
+			mmu.Lock()
+			mids[n], starts[n] = run, at
+			mmu.Unlock()
+		}()
+	}
+	mwg.Wait()
+
+	for _, n := range readerNames {
+		g := groups[n]
+		v := judge(truth, g.runs, nil)
+		line := v.summary()
+		if run, ok := mids[n]; ok {
+			mv := judge(truth, []*readerRun{run}, starts[n])
+			line += fmt.Sprintf(" mid_lines=%d mid_skips=%d mid_errors=%d", mv.lines, mv.skips, len(mv.errs))
+			for _, e := range mv.errs {
+				v.errs = append(v.errs, "hand-set offsets "+fmt.Sprint(starts[n])+": "+e)
+			}
+		}
+		if v.kills < 3 {
+			v.errorf("killed %d times, want 3", v.kills)
+		}
+		vmu.Lock()
+		verdicts[n] = line
+		vmu.Unlock()
+		if len(v.errs) > 0 {
+			t.Errorf("reader %s (%s): %d problems (stderr of each run in %s):\n%s", n, line, len(v.errs), sc.dir,
+				strings.Join(v.errs[:min(len(v.errs), maxShown)], "\n"))
+		}
+	}
+}
+
+// startProducer writes p in the background (paced, or all at once when
+// p.upfront).
+func (sc *scenario) startProducer(p *plan) {
+	sc.t.Helper()
+	pr, err := produce(sc.ctx, sc.b.addrs, p, nil)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	sc.prod = pr
+}
+
+// startSidecar starts the scenario's first supervised sidecar.
+func (sc *scenario) startSidecar() {
+	sc.t.Helper()
+	var env []string
+	for k, v := range sc.env {
+		env = append(env, k+"="+v)
+	}
+	sc.sup = newSupervisor(sc.t, sc.dir, env)
+	sc.sup.start()
+}
+
+// expectedLines is about how many phase lines a reader prints for p: a
+// marker on every output partition for every phase that holds data.
+func expectedLines(p *plan, outParts int32) int {
+	phases := map[uint64]bool{}
+	for _, r := range p.records {
+		phases[phaseOf(r.rec.Timestamp)] = true
+	}
+	return len(phases) * int(outParts)
+}
+
+// pauseBeyondSession SIGSTOPs s's instance (transactional ID id) while the
+// broker shows its transaction Ongoing, keeps it stopped until the group
+// has evicted it (its session timed out) and the others committed more,
+// then SIGCONTs it. It must then be fenced before it commits anything: it
+// exits non-zero, or it logs a rewind or a rejoin before any "phase
+// sealed". It returns what happened, for the scenario's line.
+func (sc *scenario) pauseBeyondSession(s *supervisor, id string) string {
+	sc.t.Helper()
+	in := s.current()
+	if in == nil {
+		sc.t.Fatal("no instance to pause")
+	}
+	at := sc.progress()
+	open := sc.stopInTransactionOf(in, id)
+	stopped := time.Now()
+	if !open {
+		sc.t.Errorf("instance %s was never caught with its transaction Ongoing (200 tries); paused anyway", id)
+	}
+	poll(sc.t, time.Minute, "the group to evict the paused instance", func() bool {
+		ctx, cancel := context.WithTimeout(sc.ctx, 5*time.Second)
+		defer cancel()
+		dg, err := sc.adm.DescribeGroups(ctx, sc.group)
+		if err != nil || dg[sc.group].Err != nil {
+			return false
+		}
+		for _, m := range dg[sc.group].Members {
+			if m.InstanceID != nil && *m.InstanceID == id {
+				return false
+			}
+		}
+		return true
+	})
+	evicted := time.Since(stopped)
+	before, _, _ := sc.committed()
+	sc.poll(time.Minute, "the other instances to commit while one is paused", func() bool {
+		c, _, err := sc.committed()
+		return err == nil && c > before
+	})
+	if err := in.signal(syscall.SIGCONT); err != nil {
+		sc.t.Fatal(err)
+	}
+	cont := time.Now()
+	paused := cont.Sub(stopped)
+	session, _ := time.ParseDuration(sc.env["PHASEGATE_SESSION_TIMEOUT"])
+	if paused <= session {
+		sc.t.Errorf("paused %s, not longer than the session timeout %s", paused, session)
+	}
+	var how string
+	poll(sc.t, time.Minute, "the resumed instance to find itself fenced (exit, rewind or rejoin)", func() bool {
+		how = fencedHow(sc.t, in, cont)
+		return how != ""
+	})
+	return fmt.Sprintf("SIGSTOP c at %.0f %% (transaction %s) for %s (evicted after %s), then %s",
+		at*100, map[bool]string{true: "Ongoing", false: "not caught open"}[open], paused.Round(100*time.Millisecond),
+		evicted.Round(100*time.Millisecond), how)
+}
+
+// fencedHow is how in showed, after cont, that it was fenced: its exit, or
+// its first log line of a rewind or a new session; "" while neither
+// happened. A "phase sealed" line before that is a commit of the paused
+// instance after its group moved on: an error.
+func fencedHow(t *testing.T, in *instance, cont time.Time) string {
+	t.Helper()
+	lines, err := in.lines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if l.Time.Before(cont) {
+			continue
+		}
+		switch {
+		case l.Msg == "phase sealed":
+			t.Errorf("the paused instance committed a phase after SIGCONT before it rewound or rejoined:\n%s", l.raw)
+			return "committed before it was fenced"
+		case strings.HasPrefix(l.Msg, "transaction not committed; rewinding"),
+			strings.HasPrefix(l.Msg, "consumer group session failed"),
+			strings.HasPrefix(l.Msg, "tasks assigned"),
+			strings.HasPrefix(l.Msg, "partitions revoked"):
+			return fmt.Sprintf("%q after %s", l.Msg[:min(len(l.Msg), 40)], l.Time.Sub(cont).Round(10*time.Millisecond))
+		}
+	}
+	if in.exited() {
+		code := in.state.ExitCode()
+		if code == 0 {
+			t.Errorf("the paused instance exited 0 after SIGCONT; want non-zero (fenced) or a rewind:\n%s", in.excerpt(10))
+		}
+		return fmt.Sprintf("exit %d after %s", code, in.exitAt.Sub(cont).Round(10*time.Millisecond))
+	}
+	return ""
+}
