@@ -10,7 +10,7 @@ import (
 // commitMeta is what phasegate stores in the metadata of each committed input
 // offset, so a restart resumes exactly where the last transaction left off:
 //
-//		pg1;g=<global>;h=<consumed>;m=<marker>
+//		pg1;g=<global>;h=<consumed>;m=<marker>[;i=1]
 //
 //	  - g: the global watermark (first unsealed phase) after the transaction. A
 //	    sealed phase never reopens: the next owner starts its tracker at g.
@@ -22,11 +22,16 @@ import (
 //	    committed transaction and are not resolved twice.
 //	  - m: the highest input marker phase seen on the partition, or "-" for
 //	    none, so repeated and stale markers stay recognisable across restarts.
+//	  - i: present (i=1) when the partition was idle when the transaction
+//	    committed: after a restart it is idle again as soon as its lag is
+//	    known to be zero, without waiting PHASEGATE_IDLE_TIMEOUT again
+//	    (watermarks.Tracker.WasIdle). Earlier versions ignore the field.
 type commitMeta struct {
 	global    uint64
 	consumed  int64
 	marker    uint64
 	hasMarker bool
+	idle      bool
 }
 
 const commitMetaPrefix = "pg1;"
@@ -40,7 +45,11 @@ func (m commitMeta) String() string {
 	if m.hasMarker {
 		marker = strconv.FormatUint(m.marker, 10)
 	}
-	return fmt.Sprintf("%sg=%d;h=%d;m=%s", commitMetaPrefix, m.global, m.consumed, marker)
+	idle := ""
+	if m.idle {
+		idle = ";i=1"
+	}
+	return fmt.Sprintf("%sg=%d;h=%d;m=%s%s", commitMetaPrefix, m.global, m.consumed, marker, idle)
 }
 
 // parseCommitMeta parses metadata written by String. An empty string (a group
@@ -68,6 +77,9 @@ func parseCommitMeta(s string) (commitMeta, error) {
 				m.marker, err = strconv.ParseUint(v, 10, 64)
 				m.hasMarker = true
 			}
+		case "i":
+			m.idle = v == "1"
+			continue // optional: not counted in seen
 		default:
 			continue // later versions may add fields
 		}

@@ -10,6 +10,7 @@ func TestCommitMetaRoundTrip(t *testing.T) {
 		{global: 0, consumed: 0},
 		{global: 1733140800, consumed: 123456, marker: 1733140799, hasMarker: true},
 		{global: ^uint64(0), consumed: 1<<62 + 5, marker: 0, hasMarker: true},
+		{global: 7, consumed: 9, idle: true},
 	}
 	for _, want := range cases {
 		t.Run(want.String(), func(t *testing.T) {
@@ -76,5 +77,24 @@ func TestStartNewer(t *testing.T) {
 				t.Errorf("%+v.Newer(%+v) = %v, want %v", tt.s, tt.o, got, tt.want)
 			}
 		})
+	}
+}
+
+// i=1 is optional: metadata without it (an earlier version's) parses as
+// not idle, and an earlier version's parser, which skips unknown fields,
+// reads the rest unchanged.
+func TestCommitMetaIdle(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		idle bool
+	}{
+		{"pg1;g=1;h=2;m=-", false},
+		{"pg1;g=1;h=2;m=-;i=1", true},
+		{"pg1;g=1;h=2;m=-;i=0", false},
+	} {
+		m, err := parseCommitMeta(c.in)
+		if err != nil || m.idle != c.idle || m.global != 1 || m.consumed != 2 {
+			t.Errorf("parseCommitMeta(%q) = %+v, %v; want idle %v", c.in, m, err, c.idle)
+		}
 	}
 }

@@ -119,6 +119,26 @@ func TestRestart(t *testing.T) {
 				wantWrites(t, h.step().Batch, "data b/0@1 ->0", "data a/0@0 ->0", "marker +1 ->0 count=2 watermark")
 			},
 		},
+		{
+			name:   "a partition idle at the last commit is idle again once its lag is known to be zero, without a second idle timeout",
+			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
+			run: func(t *testing.T, h *harness) {
+				h.feed(in{topic: "a", ms: 10}) // b never gets a record
+				h.caughtUp()
+				h.clk.add(time.Second) // b idle (the harness's idle timeout), and a too
+				wantWrites(t, h.step().Batch, "data a/0@0 ->0", "marker +0 ->0 count=1 idle")
+				if o := h.committed[tp("b", 0)]; !strings.HasSuffix(o.Metadata, ";i=1") {
+					t.Fatalf("b/0 committed %q, want i=1", o.Metadata)
+				}
+				h.restart()
+				h.feed(in{topic: "a", ms: 110}) // a@1 +1
+				h.feed(in{topic: "a", ms: 210}) // a@2 +2: a passed +1
+				h.caughtUp()
+				// At once: b holds nothing back. Before, it waited a whole
+				// idle timeout (issue 34: 5.6 s after a kill with 3 s).
+				wantWrites(t, h.step().Batch, "data a/0@1 ->0", "marker +1 ->0 count=1 idle")
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

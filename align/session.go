@@ -225,6 +225,8 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		}
 		if ps.replaying {
 			s.replaying++
+		} else if cm.idle {
+			tracker.WasIdle(ps.p)
 		}
 		if cm.hasMarker {
 			s.markers.Restore(ps.key, cm.marker)

@@ -78,7 +78,10 @@ type part struct {
 	marked   bool
 	lag      int64
 	lagKnown bool
-	idle     bool // as decided by the last Advance; cleared by activity
+	// wasIdle: idle at its committed position (WasIdle), until the first
+	// lag measurement or record.
+	wasIdle bool
+	idle    bool // as decided by the last Advance; cleared by activity
 
 	quietSince time.Time // start of the current unpaused quiet span
 	lastRecord time.Time
@@ -137,6 +140,12 @@ func (t *Tracker) Add(topic string, partition int32) P {
 	return p
 }
 
+// WasIdle tells the tracker that p was idle when its position was
+// committed (a restart): p is idle again as soon as its lag is known to
+// be zero, without a new IdleTimeout of quiet, unless a record comes
+// first. Call it right after Add.
+func (t *Tracker) WasIdle(p P) { t.parts[p].wasIdle = true }
+
 // Partition returns the topic and partition number behind p.
 func (t *Tracker) Partition(p P) (topic string, partition int32) {
 	ps := &t.parts[p]
@@ -187,6 +196,7 @@ func (t *Tracker) Record(p P, rec Rec) Verdict {
 	now := t.cfg.Now()
 	ps.quietSince = now
 	ps.lastRecord = now
+	ps.wasIdle = false
 	ps.idle = false
 
 	low := ps.low
@@ -251,9 +261,15 @@ func (t *Tracker) Lag(p P, records int64) {
 	ps := &t.parts[p]
 	if !ps.lagKnown && records >= 0 {
 		// Silence counts only while the lag can be observed: after the
-		// brokers could not be asked (unknown lag), the quiet clock restarts.
+		// brokers could not be asked (unknown lag), the quiet clock
+		// restarts; where it stood, for a partition that was idle at its
+		// committed position and still has no lag (WasIdle).
 		ps.quietSince = t.cfg.Now()
+		if ps.wasIdle && records == 0 {
+			ps.quietSince = ps.quietSince.Add(-t.cfg.IdleTimeout)
+		}
 	}
+	ps.wasIdle = false
 	ps.lag, ps.lagKnown = records, records >= 0
 	if records != 0 {
 		ps.idle = false

@@ -326,3 +326,32 @@ func TestSealContents(t *testing.T) {
 		t.Errorf("a buffers %d records, %d bytes; want 1, 10", pa.BufferedRecords, pa.BufferedBytes)
 	}
 }
+
+// WasIdle: a partition that was idle when its position was committed is
+// idle again as soon as its lag is known to be zero, not IdleTimeout
+// later; not while its lag is unknown or above zero, nor once a record
+// came (issue 34: a restart waited the whole idle timeout again).
+func TestWasIdle(t *testing.T) {
+	h := newHarness(t, nil, 0)
+	a, b, c := h.add("a/0"), h.add("a/1"), h.add("a/2")
+	for _, p := range []P{a, b, c} {
+		h.tr.WasIdle(p)
+	}
+	h.advance()
+	if h.tr.Idle(a) {
+		t.Fatal("idle before its lag is known")
+	}
+	h.tr.Lag(a, 0)
+	h.tr.Lag(b, 3)
+	h.at(c, 500)
+	h.tr.Lag(c, 0)
+	h.advance()
+	if !h.tr.Idle(a) || h.tr.Idle(b) || h.tr.Idle(c) {
+		t.Fatalf("idle: a %v (lag 0), b %v (lag 3), c %v (a record came); want true, false, false", h.tr.Idle(a), h.tr.Idle(b), h.tr.Idle(c))
+	}
+	h.clk.step(5 * time.Second)
+	h.advance()
+	if !h.tr.Idle(c) {
+		t.Fatal("c not idle after IdleTimeout of quiet")
+	}
+}
