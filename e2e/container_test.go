@@ -78,7 +78,7 @@ func containerBroker(ctx context.Context) (*broker, error) {
 		testcontainers.WithLifecycleHooks(testcontainers.ContainerLifecycleHooks{
 			PostStarts: []testcontainers.ContainerHook{writeStarter},
 		}),
-		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, wait.ForLog("Kafka Server started")),
+		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, wait.ForLog("Kafka Server started").WithStartupTimeout(3*time.Minute)),
 	)
 	if err != nil {
 		if c != nil {

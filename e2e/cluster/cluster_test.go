@@ -184,7 +184,7 @@ func runNode(ctx context.Context, nw *testcontainers.DockerNetwork, n *node, vot
 			// address it advertises.
 			hc.PortBindings = mnet.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: host}}}
 		}),
-		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, wait.ForLog("Kafka Server started")),
+		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, wait.ForLog("Kafka Server started").WithStartupTimeout(3*time.Minute)),
 	)
 }
 

@@ -196,7 +196,7 @@ type result struct {
 	first, next time.Duration
 	stall       time.Duration // longest gap between new phases from the fault on
 	v           verdict
-	restarts    int
+	restarts    string // Docker's restart count of each sidecar, in order
 	replication string
 	extra       string
 }
@@ -225,7 +225,7 @@ func (res result) line() string {
 	if res.v.quarantined > 0 {
 		quar = "MISS"
 	}
-	return fmt.Sprintf("N%s records=%d out=%d fault=%q next_phase=%s first_marker=%s longest_stall=%s quarantined=%d (%s) phases=%d violations=%d restarts=%d %s %sverdict=%s availability(<=%s)=%s no_quarantine=%s",
+	return fmt.Sprintf("N%s records=%d out=%d fault=%q next_phase=%s first_marker=%s longest_stall=%s quarantined=%d (%s) phases=%d violations=%d restarts=%s %s %sverdict=%s availability(<=%s)=%s no_quarantine=%s",
 		res.name, res.v.in, res.v.out, res.fault, dur(res.next), dur(res.first), dur(res.stall), res.v.quarantined,
 		strings.Join(rs, " "), res.v.phases, res.v.violations, res.restarts, res.replication, res.extra, verdict,
 		availabilityTarget, avail, quar)

@@ -96,7 +96,7 @@ func startSecureBroker(t *testing.T, ctx context.Context) *secureBroker {
 		testcontainers.WithFiles(testcontainers.ContainerFile{HostFilePath: keystore, ContainerFilePath: "/var/lib/kafka/broker.pem", FileMode: 0o644}),
 		testcontainers.WithExposedPorts(exposed...),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) { hc.PortBindings = bindings }),
-		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, wait.ForLog("Kafka Server started")),
+		testcontainers.WithWaitStrategyAndDeadline(3*time.Minute, wait.ForLog("Kafka Server started").WithStartupTimeout(3*time.Minute)),
 	)
 	if c != nil {
 		t.Cleanup(func() {
