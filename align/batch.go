@@ -156,7 +156,10 @@ func (s *Session[M]) build() *Batch[M] {
 	b.global = global
 	b.Offsets = make([]Offset, len(s.byP))
 	for i, ps := range s.byP {
-		cm := commitMeta{global: max(global, ps.sealedBelow), consumed: ps.next, idle: s.tracker.Idle(ps.p)}
+		cm := commitMeta{global: max(global, ps.sealedBelow), consumed: ps.next}
+		if s.tracker.Idle(ps.p) {
+			cm.idle, cm.idleLSO = true, ps.lag.lso
+		}
 		cm.marker, cm.hasMarker = s.markers.Last(ps.key)
 		b.Offsets[i] = Offset{TP: ps.TP, Offset: s.commitOffset(ps, skip), Metadata: cm.String()}
 	}

@@ -10,7 +10,7 @@ import (
 // commitMeta is what phasegate stores in the metadata of each committed input
 // offset, so a restart resumes exactly where the last transaction left off:
 //
-//		pg1;g=<global>;h=<consumed>;m=<marker>[;i=1]
+//		pg1;g=<global>;h=<consumed>;m=<marker>[;i=<last stable offset>]
 //
 //	  - g: the global watermark (first unsealed phase) after the transaction. A
 //	    sealed phase never reopens: the next owner starts its tracker at g.
@@ -22,16 +22,20 @@ import (
 //	    committed transaction and are not resolved twice.
 //	  - m: the highest input marker phase seen on the partition, or "-" for
 //	    none, so repeated and stale markers stay recognisable across restarts.
-//	  - i: present (i=1) when the partition was idle when the transaction
-//	    committed: after a restart it is idle again as soon as its lag is
-//	    known to be zero, without waiting PHASEGATE_IDLE_TIMEOUT again
-//	    (watermarks.Tracker.WasIdle). Earlier versions ignore the field.
+//	  - i: present when the partition was idle when the transaction
+//	    committed, with the last stable offset that measured it idle: after
+//	    a restart it is idle again as soon as its position is still h and
+//	    its last stable offset still i (the gap between them is control
+//	    records, proven before), without waiting PHASEGATE_IDLE_TIMEOUT or
+//	    the gap's settling time again (watermarks.Tracker.WasIdle).
+//	    Earlier versions ignore the field.
 type commitMeta struct {
 	global    uint64
 	consumed  int64
 	marker    uint64
 	hasMarker bool
 	idle      bool
+	idleLSO   int64 // valid when idle
 }
 
 const commitMetaPrefix = "pg1;"
@@ -47,7 +51,7 @@ func (m commitMeta) String() string {
 	}
 	idle := ""
 	if m.idle {
-		idle = ";i=1"
+		idle = ";i=" + strconv.FormatInt(m.idleLSO, 10)
 	}
 	return fmt.Sprintf("%sg=%d;h=%d;m=%s%s", commitMetaPrefix, m.global, m.consumed, marker, idle)
 }
@@ -77,9 +81,12 @@ func parseCommitMeta(s string) (commitMeta, error) {
 				m.marker, err = strconv.ParseUint(v, 10, 64)
 				m.hasMarker = true
 			}
-		case "i":
-			m.idle = v == "1"
-			continue // optional: not counted in seen
+		case "i": // optional: not counted in seen
+			if m.idleLSO, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return commitMeta{}, fmt.Errorf("align: offset metadata %q: field i: %w", s, err)
+			}
+			m.idle = true
+			continue
 		default:
 			continue // later versions may add fields
 		}

@@ -10,7 +10,7 @@ func TestCommitMetaRoundTrip(t *testing.T) {
 		{global: 0, consumed: 0},
 		{global: 1733140800, consumed: 123456, marker: 1733140799, hasMarker: true},
 		{global: ^uint64(0), consumed: 1<<62 + 5, marker: 0, hasMarker: true},
-		{global: 7, consumed: 9, idle: true},
+		{global: 7, consumed: 9, idle: true, idleLSO: 11},
 	}
 	for _, want := range cases {
 		t.Run(want.String(), func(t *testing.T) {
@@ -87,14 +87,18 @@ func TestCommitMetaIdle(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		idle bool
+		lso  int64
 	}{
-		{"pg1;g=1;h=2;m=-", false},
-		{"pg1;g=1;h=2;m=-;i=1", true},
-		{"pg1;g=1;h=2;m=-;i=0", false},
+		{"pg1;g=1;h=2;m=-", false, 0},
+		{"pg1;g=1;h=2;m=-;i=3", true, 3},
+		{"pg1;g=1;h=2;m=-;i=0", true, 0},
 	} {
 		m, err := parseCommitMeta(c.in)
-		if err != nil || m.idle != c.idle || m.global != 1 || m.consumed != 2 {
-			t.Errorf("parseCommitMeta(%q) = %+v, %v; want idle %v", c.in, m, err, c.idle)
+		if err != nil || m.idle != c.idle || m.idleLSO != c.lso || m.global != 1 || m.consumed != 2 {
+			t.Errorf("parseCommitMeta(%q) = %+v, %v; want idle %v at %d", c.in, m, err, c.idle, c.lso)
 		}
+	}
+	if _, err := parseCommitMeta("pg1;g=1;h=2;m=-;i=x"); err == nil {
+		t.Error("i=x parsed")
 	}
 }

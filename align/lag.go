@@ -56,6 +56,12 @@ func (s *Session[M]) Lag(lso map[TP]int64, err error) map[TP]int64 {
 		} else if lag > 0 && now.Sub(st.since) >= gapSettle {
 			lag = 0
 		}
+		if ps.idleLSO > 0 {
+			if end == ps.idleLSO && ps.next == ps.replayBelow {
+				lag = 0 // the gap it was idle with at its commit: control records
+			}
+			ps.idleLSO = 0 // the first measurement only
+		}
 		s.tracker.Lag(ps.p, lag)
 	}
 	return raw

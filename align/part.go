@@ -45,6 +45,10 @@ type part struct {
 	// routed there (lanes.ofInput): built once, read at each Batch.
 	lanes []int32
 	lag   lagState
+	// idleLSO, when above 0, is the last stable offset the partition was
+	// idle at when its position was committed (commitMeta i): the same
+	// one at the same position is no lag, at once.
+	idleLSO int64
 	// paused mirrors the tracker's effective pause state, as last reported.
 	paused bool
 	// idle is the idleness last reported by Step; holds, whether Step last

@@ -127,8 +127,8 @@ func TestRestart(t *testing.T) {
 				h.caughtUp()
 				h.clk.add(time.Second) // b idle (the harness's idle timeout), and a too
 				wantWrites(t, h.step().Batch, "data a/0@0 ->0", "marker +0 ->0 count=1 idle")
-				if o := h.committed[tp("b", 0)]; !strings.HasSuffix(o.Metadata, ";i=1") {
-					t.Fatalf("b/0 committed %q, want i=1", o.Metadata)
+				if o := h.committed[tp("b", 0)]; !strings.HasSuffix(o.Metadata, ";i=0") {
+					t.Fatalf("b/0 committed %q, want i=0 (idle at last stable offset 0)", o.Metadata)
 				}
 				h.restart()
 				h.feed(in{topic: "a", ms: 110}) // a@1 +1
@@ -136,6 +136,30 @@ func TestRestart(t *testing.T) {
 				h.caughtUp()
 				// At once: b holds nothing back. Before, it waited a whole
 				// idle timeout (issue 34: 5.6 s after a kill with 3 s).
+				wantWrites(t, h.step().Batch, "data a/0@1 ->0", "marker +1 ->0 count=1 idle")
+			},
+		},
+		{
+			name:   "a transactional input idle at the last commit: the gap of its commit record is not waited for again",
+			topics: map[string]int32{"a": 1, "b": 1}, out: 1,
+			run: func(t *testing.T, h *harness) {
+				lso := func(b int64) {
+					h.s.Lag(map[TP]int64{tp("a", 0): int64(len(h.log[tp("a", 0)])), tp("b", 0): b}, nil)
+				}
+				h.feed(in{topic: "b", ms: 10}) // b@0; b's commit record at 1: its last stable offset is 2
+				h.feed(in{topic: "a", ms: 10})
+				lso(2)
+				h.clk.add(11 * time.Second) // the gap settles (align gapSettle), then b is idle
+				lso(2)
+				h.clk.add(time.Second)
+				wantWrites(t, h.step().Batch, "data b/0@0 ->0", "data a/0@0 ->0", "marker +0 ->0 count=2 idle")
+				if o := h.committed[tp("b", 0)]; !strings.HasSuffix(o.Metadata, ";h=1;m=-;i=2") {
+					t.Fatalf("b/0 committed %q, want h=1 and i=2", o.Metadata)
+				}
+				h.restart()
+				h.feed(in{topic: "a", ms: 110})
+				h.feed(in{topic: "a", ms: 210})
+				lso(2) // the same gap at the same position: no lag, idle at once
 				wantWrites(t, h.step().Batch, "data a/0@1 ->0", "marker +1 ->0 count=1 idle")
 			},
 		},

@@ -225,8 +225,9 @@ func New[M any](cfg Config, starts []Start) (*Session[M], error) {
 		}
 		if ps.replaying {
 			s.replaying++
-		} else if cm.idle {
+		} else if cm.idle && cm.consumed == st.Offset {
 			tracker.WasIdle(ps.p)
+			ps.idleLSO = cm.idleLSO
 		}
 		if cm.hasMarker {
 			s.markers.Restore(ps.key, cm.marker)

@@ -16,9 +16,13 @@ type lagReport struct {
 	err error
 }
 
-// pollLag measures, every LagInterval, the last stable offset of every
-// assigned partition (ListOffsets with read_committed: lag against the high
-// watermark misleads under transactions) and reports it to the loop.
+// pollLag measures, every LagInterval and at once when partitions are
+// assigned (lagNow), the last stable offset of every assigned partition
+// (ListOffsets with read_committed: lag against the high watermark
+// misleads under transactions) and reports it to the loop. A partition
+// that was idle at its committed position is idle again at its first
+// measurement (align commitMeta i): measuring at once saves up to a
+// LagInterval after every rebalance and restart.
 func (p *Pipeline) pollLag(ctx context.Context) {
 	t := time.NewTicker(p.cfg.LagInterval)
 	defer t.Stop()
@@ -27,6 +31,7 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-p.lagNow:
 		}
 		parts := p.assigned.Load()
 		if parts == nil {

@@ -63,6 +63,7 @@ type Pipeline struct {
 	setups  chan setupReq
 	ends    chan endReq
 	lags    chan lagReport
+	lagNow  chan struct{} // capacity 1: measure the lag now (pollLag)
 	reports chan fleetRecord
 	// toWrite carries the owned tasks' reports to writeReports.
 	toWrite *reportQueue
@@ -161,6 +162,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		setups:    make(chan setupReq),
 		ends:      make(chan endReq),
 		lags:      make(chan lagReport),
+		lagNow:    make(chan struct{}, 1),
 		reports:   make(chan fleetRecord),
 		toWrite:   newReportQueue(),
 		commits:   make(chan commitReq, 1),

@@ -345,6 +345,10 @@ func (p *Pipeline) newGeneration(cs sarama.ConsumerGroupSession) (*generation, e
 	p.view.SetGeneration(g.groupGen)
 	p.deps.Group.ResumeAll()
 	p.assigned.Store(&assigned)
+	select {
+	case p.lagNow <- struct{}{}:
+	default:
+	}
 	p.gen = g
 	p.metrics.rebalances.Inc()
 	p.metrics.tasksOwned.Set(float64(len(owned)))
