@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Checkpoint is where a reader of one output partition commits, and where
@@ -38,12 +39,13 @@ func AppendCheckpointMetadata(dst []byte, done uint64, hasDone bool) []byte {
 
 // ParseCheckpointMetadata reads checkpoint metadata (rule C2): ok is true
 // for a JSON object whose "phasegate" is 1, and hasDone when it also has
-// "done", an unsigned 64-bit integer. Other fields are ignored. Any other
+// "done", an unsigned 64-bit integer. Other fields are ignored, and so is
+// one trailing NUL byte (confluent-kafka 2.16.1 commits one). Any other
 // string, "" included, is not checkpoint metadata: ok is false. Safe for
 // concurrent use.
 func ParseCheckpointMetadata(s string) (done uint64, hasDone, ok bool) {
 	var version bool
-	raw := []byte(s)
+	raw := []byte(strings.TrimSuffix(s, "\x00"))
 	if !json.Valid(raw) {
 		return 0, false, false
 	}

@@ -116,6 +116,9 @@ func checkpointCases() []checkpointCase {
 		{name: "C1 one record completes two phases: the checkpoint follows both",
 			recs:   []Record{mt(5, 0, 0, 2), mt(7, 0, 0, 2), mt(7, 0, 1, 2)},
 			phases: []vectorPhase{ph(5), ph(7)}, checkpoint: &Checkpoint{3, meta(7)}},
+		{name: "3.3 a reader stops at a marker of a newer version, whatever else its value holds",
+			recs:   []Record{d(4, "a"), mk(4, 1), mkWith(5, 0, func(r *Record, _ *Marker) { r.Value = []byte(`{"phase":"x","v":3}`) })},
+			phases: []vectorPhase{ph(4, 0)}, violate: []vectorViol{{"malformed", 2}}, stoppedAt: ptr[int64](2)},
 		{name: "3.3 a reader stops at a marker of a newer version",
 			recs:   []Record{d(4, "a"), mk(4, 1), newer, mk(6, 0)},
 			phases: []vectorPhase{ph(4, 0)}, violate: []vectorViol{{"malformed", 2}}, stoppedAt: ptr[int64](2)},
@@ -180,11 +183,21 @@ func TestCheckpointNext(t *testing.T) {
 }
 
 func TestNewerVersion(t *testing.T) {
-	_, err := DecodeOutputMarker([]byte(`{"v":3,"phase":5,"partition":2,"count":0,"sources":{},"watermark_ms":1,"sealed_by":"watermark","emitter":"x"}`))
-	if !errors.Is(err, ErrNewerVersion) || !errors.Is(err, ErrMalformed) {
-		t.Fatalf("v3: %v, want ErrNewerVersion and ErrMalformed", err)
+	for _, value := range []string{
+		`{"v":3,"phase":5,"partition":2,"count":0,"sources":{},"watermark_ms":1,"sealed_by":"watermark","emitter":"x"}`,
+		`{"v":18446744073709551616,"phase":5,"partition":2}`, // above uint64: still a version number
+		`{"phase":"x","v":3,"partition":2}`,                  // a bad field before "v": "v" decides
+		`{"v":4}`,                                            // nothing else
+	} {
+		_, err := DecodeOutputMarker([]byte(value))
+		if !errors.Is(err, ErrNewerVersion) || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrNewerVersion and ErrMalformed", value, err)
+		}
 	}
-	for _, v := range []string{`"v":0`, `"v":"3"`} {
+	if _, err := DecodeMarker([]byte(`{"v":3,"phase":5,"partition":2}`)); errors.Is(err, ErrNewerVersion) || !errors.Is(err, ErrMalformed) {
+		t.Errorf("an input marker of v3: %v, want malformed, not newer (input markers are version 1)", err)
+	}
+	for _, v := range []string{`"v":0`, `"v":"3"`, `"v":-3`, `"v":3.0`} {
 		_, err := DecodeOutputMarker([]byte(`{` + v + `,"phase":5,"partition":2,"count":0,"sources":{},"watermark_ms":1,"sealed_by":"watermark","emitter":"x"}`))
 		if errors.Is(err, ErrNewerVersion) || !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v, want malformed, not newer", v, err)

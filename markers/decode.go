@@ -82,6 +82,11 @@ func decodeMarker(value []byte, required uint16, output bool) (Marker, error) {
 	if !json.Valid(value) {
 		return m, malformed("", "not valid JSON")
 	}
+	if output {
+		if err := newerVersion(value); err != nil {
+			return m, err
+		}
+	}
 	var seen uint16
 	var version uint64
 	// "task" and "writers" mean something only in a "v":2 marker, and "v"
@@ -136,6 +141,24 @@ func decodeMarker(value []byte, required uint16, output bool) (Marker, error) {
 	return m, nil
 }
 
+// newerVersion looks at "v" before any other field (MARKERS.md 3.3: a
+// reader stops at a marker whose "v" is an integer above 2, whatever else
+// the value holds), and returns the ErrNewerVersion error for such a
+// marker; value must be valid JSON.
+func newerVersion(value []byte) *MalformedError {
+	var newer *MalformedError
+	_ = walkObject("", value, func(key string, raw []byte) *MalformedError {
+		if key != "v" || newer != nil || checkInteger(key, raw) != nil || raw[0] == '-' {
+			return nil
+		}
+		if v, err := strconv.ParseUint(string(raw), 10, 64); err != nil || v > VersionWriters {
+			newer = &MalformedError{Field: key, Reason: "version " + string(raw) + " is newer than this reader (1 and 2): upgrade the reader", newer: true}
+		}
+		return nil
+	})
+	return newer
+}
+
 // checkVersion reads "v": 1, or 2 for an output marker (MARKERS.md
 // sections 3 and 3.3).
 func checkVersion(key string, raw []byte, output bool, version *uint64) *MalformedError {
@@ -145,8 +168,6 @@ func checkVersion(key string, raw []byte, output bool, version *uint64) *Malform
 		return err
 	case v == Version:
 	case v == VersionWriters && output:
-	case output && v > VersionWriters:
-		return &MalformedError{Field: key, Reason: "version " + string(raw) + " is newer than this reader (1 and 2): upgrade the reader", newer: true}
 	case output:
 		return malformed(key, "version "+string(raw)+" is not 1 or 2")
 	default: // input markers are version 1 (section 3.1), whatever a "v":2 says

@@ -305,6 +305,8 @@ func metadataVectors() []metadataVector {
 		{`{"phasegate":1,"done":18446744073709551615}`, true, ptr[uint64](18446744073709551615)},
 		{` { "done" : 7 , "phasegate" : 1 } `, true, ptr[uint64](7)},
 		{`{"phasegate":1,"done":3,"note":"x"}`, true, ptr[uint64](3)},
+		{"{\"phasegate\":1,\"done\":5}\x00", true, ptr[uint64](5)}, // confluent-kafka 2.16.1 commits a trailing NUL
+		{"{\"phasegate\":1,\"done\":5}\x00\x00", false, nil},
 		{``, false, nil},
 		{`hello`, false, nil},
 		{`{"done":3}`, false, nil},
