@@ -26,7 +26,7 @@ unit:
 	cd deploy && $(GO) test -race -count=1 ./...   # manifests and dashboard, validated offline
 
 e2e:
-	./scripts/install-readers.sh   # the Java and Python readers of the test R1
+	./scripts/test-readers.sh   # installs the Java and Python readers (R1, R2) and checks them on markers/testdata's vectors
 	./e2e/run.sh
 
 ## artifacts: the Dockerfile's build step, the static binary, docker-compose.yml
