@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,10 +17,10 @@ import (
 // R2's base records per sub-run, sized so that the whole of R2 fits CI in
 // a few minutes (PHASEGATE_E2E_RECORDS lowers them further): paced, the
 // sidecars follow the producer for 20 s; up front, they need a backlog
-// that lasts beyond the faults (3 instances took about 5 s for 30,000).
+// that lasts beyond the faults (3 instances committed 100,000 in 2 to 3 s).
 const (
 	r2PacedRecords   = 30_000
-	r2UpfrontRecords = 120_000
+	r2UpfrontRecords = 200_000
 )
 
 // r2Tasks is R2's PHASEGATE_TASKS: every output partition has 3 writers.
@@ -29,11 +30,12 @@ const r2Tasks = 3
 // sidecars in one group, PHASEGATE_ROUTING=key, PHASEGATE_TASKS=3, forks
 // of 7, 3 and 1 partitions, an output of 7), once with the input paced
 // over event time and once with all of it written before the sidecars
-// start. One sidecar is SIGKILLed (its supervisor restarts it); another is
-// SIGSTOPped while the broker shows its transaction Ongoing, kept stopped
-// until the group evicted it (longer than the session timeout), then
-// SIGCONTed: it must be fenced (exit non-zero, or rewind and rejoin)
-// and commit nothing first.
+// start. One sidecar is SIGSTOPped while the broker shows its transaction
+// Ongoing, kept stopped until the group evicted it (longer than the
+// session timeout) and the others committed more, then SIGCONTed: it must
+// be fenced (exit non-zero, or rewind and rejoin) and commit nothing
+// first. Then one is SIGKILLed (its supervisor restarts it). Each fault
+// goes to the instance with the most input left on its partitions.
 //
 // Meanwhile the Go, Java and Python readers each read the output in a
 // group of their own from offset 0, and are each SIGKILLed and restarted
@@ -78,11 +80,19 @@ func runR2(t *testing.T, b *broker, name string, upfront bool) {
 		return fmt.Sprintf("faults: %s; readers: %s;", strings.Join(faults, ", "), strings.Join(rs, "; "))
 	}
 	cmd := buildReaders(t, strings.Join(b.addrs, ","), sc.topo.orders, sc.topo.payments)
-	n, killAt, stopAt := r2PacedRecords, 0.2, 0.4
+	// The pause comes first: it holds the whole fleet (F3) until the group
+	// evicts the paused instance, so that up front most of the backlog is
+	// still there for the kill.
+	n, stopAt, killAfter := r2PacedRecords, 0.15, 0.2
 	if upfront {
-		n, killAt, stopAt = r2UpfrontRecords, 0.1, 0.3
+		// As soon as the three share the tasks: they commit 100,000
+		// records in 2 to 3 s.
+		n, stopAt, killAfter = r2UpfrontRecords, 0, 0.05
 	}
-	p := newPlanN(sc.topo, 32, min(records(), n), nil)
+	if os.Getenv("PHASEGATE_E2E_RECORDS") != "" {
+		n = min(n, records())
+	}
+	p := newPlanN(sc.topo, 32, n, nil)
 	p.upfront = upfront
 	expected := expectedLines(p, sc.topo.outParts)
 
@@ -118,17 +128,20 @@ func runR2(t *testing.T, b *broker, name string, upfront bool) {
 		}
 	}
 	sc.startSidecar()
-	bSup, cSup := sc.addInstance("b"), sc.addInstance("c")
+	sc.addInstance("b")
+	sc.addInstance("c")
 	sc.waitShared(3)
 	if !upfront {
 		sc.startProducer(p)
 	}
-	sc.waitProgress(killAt)
-	at := sc.progress()
-	took := sc.killAndResume(bSup)
-	faults = append(faults, fmt.Sprintf("SIGKILL b at %.0f %% (first phase %s after restart)", at*100, took.Round(10*time.Millisecond)))
+	// Each fault goes to the instance with the most input left to commit
+	// (with all input up front, an instance whose tasks are done has
+	// nothing open to lose).
 	sc.waitProgress(stopAt)
-	faults = append(faults, sc.pauseBeyondSession(cSup, sc.txnIDs[2]))
+	stopped := sc.busiest(nil)
+	faults = append(faults, sc.pauseBeyondSession(stopped))
+	sc.waitProgress(min(1, sc.progress()+killAfter))
+	faults = append(faults, sc.killAndRejoin(sc.busiest(stopped)))
 
 	sc.finish()
 	r := sc.check()
@@ -237,14 +250,115 @@ func expectedLines(p *plan, outParts int32) int {
 	return len(phases) * int(outParts)
 }
 
+// busiest returns the supervisor, other than not when another has work,
+// whose instance has the most input left to commit on the partitions it
+// holds.
+func (sc *scenario) busiest(not *supervisor) *supervisor {
+	sc.t.Helper()
+	ctx, cancel := context.WithTimeout(sc.ctx, 10*time.Second)
+	defer cancel()
+	offs, err := sc.adm.FetchOffsets(ctx, sc.group)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	ends, err := sc.adm.ListEndOffsets(ctx, sc.topo.inputs()...)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	var best *supervisor
+	most := int64(-1)
+	for _, s := range sc.supervisors() {
+		in := s.current()
+		if in == nil {
+			continue
+		}
+		st, err := in.phases(ctx)
+		if err != nil {
+			continue
+		}
+		left := int64(0)
+		for _, p := range st.Partitions {
+			end, _ := ends.Lookup(p.Topic, p.Partition)
+			c, ok := offs.Lookup(p.Topic, p.Partition)
+			if !ok || c.At < 0 {
+				c.At = 0
+			}
+			left += max(0, end.Offset-c.At)
+		}
+		if s == not {
+			left = -1 // only when no other instance answers
+		}
+		if left > most {
+			best, most = s, left
+		}
+	}
+	if best == nil {
+		sc.t.Fatal("no instance answers /phases")
+	}
+	return best
+}
+
+// idOf is the transactional ID of s's instances.
+func (sc *scenario) idOf(s *supervisor) string {
+	for i, x := range sc.supervisors() {
+		if x == s {
+			return sc.txnIDs[i]
+		}
+	}
+	sc.t.Fatal("not a supervisor of the scenario")
+	return ""
+}
+
+// instanceName is "a" for the scenario's first instance (transactional
+// ID base), else the name addInstance gave it.
+func instanceName(base, id string) string {
+	if n := strings.TrimPrefix(strings.TrimPrefix(id, base), "-"); n != "" {
+		return n
+	}
+	return "a"
+}
+
+// killAndRejoin SIGKILLs s's instance, waits for the supervisor's restart
+// to own tasks again and then for its first committed phase unless every
+// input is committed by then, and says what happened.
+func (sc *scenario) killAndRejoin(s *supervisor) string {
+	sc.t.Helper()
+	in := s.current()
+	if in == nil {
+		sc.t.Fatal("no instance to kill")
+	}
+	at := sc.progress()
+	if err := in.signal(syscall.SIGKILL); err != nil {
+		sc.t.Fatal(err)
+	}
+	var next *instance
+	sc.poll(time.Minute, "the supervisor to restart the killed instance", func() bool {
+		next = s.current()
+		return next != nil && next != in
+	})
+	how := "owned no task before the end"
+	sc.poll(time.Minute, "the restarted instance to own tasks and commit, or every input committed", func() bool {
+		ctx, cancel := context.WithTimeout(sc.ctx, time.Second)
+		defer cancel()
+		if st, err := next.phases(ctx); err == nil && st.owned() > 0 && st.LastSealed != nil {
+			how = fmt.Sprintf("its first phase %s after its restart", time.Since(next.started).Round(10*time.Millisecond))
+			return true
+		}
+		c, e, err := sc.committed()
+		return err == nil && c == e
+	})
+	return fmt.Sprintf("SIGKILL %s at %.0f %% (%s)", instanceName(sc.txnID, sc.idOf(s)), at*100, how)
+}
+
 // pauseBeyondSession SIGSTOPs s's instance (transactional ID id) while the
 // broker shows its transaction Ongoing, keeps it stopped until the group
 // has evicted it (its session timed out) and the others committed more,
 // then SIGCONTs it. It must then be fenced before it commits anything: it
 // exits non-zero, or it logs a rewind or a rejoin before any "phase
 // sealed". It returns what happened, for the scenario's line.
-func (sc *scenario) pauseBeyondSession(s *supervisor, id string) string {
+func (sc *scenario) pauseBeyondSession(s *supervisor) string {
 	sc.t.Helper()
+	id := sc.idOf(s)
 	in := s.current()
 	if in == nil {
 		sc.t.Fatal("no instance to pause")
@@ -272,8 +386,8 @@ func (sc *scenario) pauseBeyondSession(s *supervisor, id string) string {
 	evicted := time.Since(stopped)
 	before, _, _ := sc.committed()
 	sc.poll(time.Minute, "the other instances to commit while one is paused", func() bool {
-		c, _, err := sc.committed()
-		return err == nil && c > before
+		c, e, err := sc.committed()
+		return err == nil && (c > before || c == e)
 	})
 	if err := in.signal(syscall.SIGCONT); err != nil {
 		sc.t.Fatal(err)
@@ -289,8 +403,8 @@ func (sc *scenario) pauseBeyondSession(s *supervisor, id string) string {
 		how = fencedHow(sc.t, in, cont)
 		return how != ""
 	})
-	return fmt.Sprintf("SIGSTOP c at %.0f %% (transaction %s) for %s (evicted after %s), then %s",
-		at*100, map[bool]string{true: "Ongoing", false: "not caught open"}[open], paused.Round(100*time.Millisecond),
+	return fmt.Sprintf("SIGSTOP %s at %.0f %% (transaction %s) for %s (evicted after %s), then %s",
+		instanceName(sc.txnID, id), at*100, map[bool]string{true: "Ongoing", false: "not caught open"}[open], paused.Round(100*time.Millisecond),
 		evicted.Round(100*time.Millisecond), how)
 }
 

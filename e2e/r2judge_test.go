@@ -5,8 +5,8 @@ package e2e
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -107,7 +107,7 @@ type readerRun struct {
 	killed bool     // SIGKILLed by the test
 	// after is the group's commits read right after the kill (killed
 	// runs only), by partition.
-	after map[int32]groupCommit
+	after  map[int32]groupCommit
 	code   int    // exit status; -1 when killed by a signal
 	ok     bool   // the status is what the reader should end with
 	stderr string // the file its stderr went to

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -225,14 +226,19 @@ type javaRead struct {
 }
 
 // consoleConsumer reads topic with Kafka's Java ConsoleConsumer,
-// --isolation-level read_committed, until it has been idle for 8 s; extra
-// arguments go to the tool (e.g. --consumer.config for SASL_SSL).
+// --isolation-level read_committed, until it has been idle for 8 s (or
+// the --timeout-ms among extra); extra arguments go to the tool (e.g.
+// --consumer.config for SASL_SSL).
 func consoleConsumer(ctx context.Context, brokers []string, topic string, extra ...string) (*javaRead, error) {
-	args := append([]string{"tool", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+	args := []string{"tool", "org.apache.kafka.tools.consumer.ConsoleConsumer",
 		"--bootstrap-server", strings.Join(brokers, ","), "--topic", topic, "--from-beginning",
-		"--isolation-level", "read_committed", "--timeout-ms", "8000",
+		"--isolation-level", "read_committed",
 		"--property", "print.headers=true", "--property", "print.partition=true",
-		"--property", "print.offset=true", "--property", "print.value=false"}, extra...)
+		"--property", "print.offset=true", "--property", "print.value=false"}
+	if !slices.Contains(extra, "--timeout-ms") { // the tool refuses an option given twice
+		args = append(args, "--timeout-ms", "8000")
+	}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, suite.script, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

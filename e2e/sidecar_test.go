@@ -140,6 +140,10 @@ type status struct {
 	Fleet struct {
 		Owned []int32 `json:"owned"`
 	} `json:"fleet"`
+	Partitions []struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+	} `json:"partitions"`
 }
 
 // owned is how many tasks the instance owns.
