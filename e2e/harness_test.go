@@ -136,7 +136,7 @@ func TestR2Judge(t *testing.T) {
 	cases := []struct {
 		name    string
 		runs    []*readerRun
-		mid     map[int32]int64
+		mid     *midStart
 		err     string
 		repeats int
 	}{
@@ -153,10 +153,11 @@ func TestR2Judge(t *testing.T) {
 		{"commit past a later phase's record", []*readerRun{killed([]string{l10}, 5, `{"phasegate":1,"done":10}`), last(l11, l12)}, nil, "past a record of phase=11 partition=0 at offset 3", 0},
 		{"commit without metadata", []*readerRun{killed([]string{l10}, 5, ``), last(l11, l12)}, nil, "no checkpoint metadata", 0},
 		{"a skip from offset 0", []*readerRun{last("skipped phase=10 partition=0 records=1", l11, l12)}, nil, "started at offset 0", 0},
-		{"mid: skipped, then whole", []*readerRun{last("skipped phase=11 partition=0 records=1", l12)}, map[int32]int64{0: 5}, "", 0},
-		{"mid: a phase straddling the start missing", []*readerRun{last(l12)}, map[int32]int64{0: 5}, "never printed nor skipped: phase=11", 0},
-		{"mid: skipped and printed", []*readerRun{last("skipped phase=11 partition=0 records=1", l11, l12)}, map[int32]int64{0: 5}, "both printed and skipped", 0},
-		{"mid: skipped with more records than the phase", []*readerRun{last("skipped phase=11 partition=0 records=2", l12)}, map[int32]int64{0: 5}, "2 records read", 0},
+		{"mid: skipped, then whole", []*readerRun{last("skipped phase=11 partition=0 records=1", l12)}, &midStart{at: map[int32]int64{0: 5}, last: lastMarkers{0: {-1: 9}}}, "", 0},
+		{"mid: a phase straddling the start missing", []*readerRun{last(l12)}, &midStart{at: map[int32]int64{0: 5}, last: lastMarkers{0: {-1: 9}}}, "never printed nor skipped: phase=11", 0},
+		{"mid: skipped and printed", []*readerRun{last("skipped phase=11 partition=0 records=1", l11, l12)}, &midStart{at: map[int32]int64{0: 5}, last: lastMarkers{0: {-1: 9}}}, "both printed and skipped", 0},
+		{"mid: a writer silent after the start", []*readerRun{last()}, &midStart{at: map[int32]int64{0: 5}, last: lastMarkers{0: {0: 9, 1: 4}}}, "writers 1 (last marker at offset 4) wrote their last marker before the start", 0},
+		{"mid: skipped with more records than the phase", []*readerRun{last("skipped phase=11 partition=0 records=2", l12)}, &midStart{at: map[int32]int64{0: 5}, last: lastMarkers{0: {-1: 9}}}, "2 records read", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

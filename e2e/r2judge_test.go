@@ -38,10 +38,15 @@ type truePhase struct {
 	first, last int64 // lowest and highest offset of its records and markers
 }
 
+// lastMarkers is, per partition and per writer (task, -1 on a one-writer
+// partition), the offset of the writer's last marker.
+type lastMarkers map[int32]map[int32]int64
+
 // truthOf reads every partition from offset 0 with markers.Reader; an
 // error names each broken rule.
-func truthOf(parts [][]*kgo.Record) (map[phaseKey]truePhase, error) {
+func truthOf(parts [][]*kgo.Record) (map[phaseKey]truePhase, lastMarkers, error) {
 	truth := map[phaseKey]truePhase{}
+	last := lastMarkers{}
 	var errs []string
 	for p, recs := range parts {
 		rd := markers.NewReader(int32(p))
@@ -62,8 +67,15 @@ func truthOf(parts [][]*kgo.Record) (map[phaseKey]truePhase, error) {
 					}
 					src[topic]++
 				}
+				if last[int32(p)] == nil {
+					last[int32(p)] = map[int32]int64{}
+				}
+				if len(ph.Markers) == 0 {
+					last[int32(p)][-1] = ph.MarkerOffset
+				}
 				for _, m := range ph.Markers {
 					tp.first, tp.last = min(tp.first, m.Offset), max(tp.last, m.Offset)
+					last[int32(p)][m.Marker.Task] = m.Offset
 				}
 				var ss []string
 				for _, topic := range slices.Sorted(maps.Keys(src)) {
@@ -80,9 +92,16 @@ func truthOf(parts [][]*kgo.Record) (map[phaseKey]truePhase, error) {
 		take(nil, rd.End())
 	}
 	if len(errs) > 0 {
-		return truth, fmt.Errorf("%d violations reading the output from offset 0:\n%s", len(errs), strings.Join(errs[:min(len(errs), maxShown)], "\n"))
+		return truth, last, fmt.Errorf("%d violations reading the output from offset 0:\n%s", len(errs), strings.Join(errs[:min(len(errs), maxShown)], "\n"))
 	}
-	return truth, nil
+	return truth, last, nil
+}
+
+// midStart is where a group whose offsets were set by hand, with no
+// metadata, started (rule C4), and the output's writers' last markers.
+type midStart struct {
+	at   map[int32]int64
+	last lastMarkers
 }
 
 func toMarkerHeaders(hs []kgo.RecordHeader) []markers.Header {
@@ -117,6 +136,7 @@ type readerRun struct {
 // wrong with it.
 type readerVerdict struct {
 	lines, repeats, skips, kills int
+	pending                      int // phases waiting on writers with no marker after a hand-set start
 	errs                         []string
 }
 
@@ -160,7 +180,7 @@ func parseLine(l string) (k phaseKey, rest string, skipped bool, records int, ok
 // with no metadata (rule C4): phases may then be skipped, never also
 // printed, and a phase whose records all lie before the start may be
 // absent.
-func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64) readerVerdict {
+func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid *midStart) readerVerdict {
 	var v readerVerdict
 	printed := map[phaseKey]int{} // over all runs
 	skipped := map[phaseKey]bool{}
@@ -239,6 +259,7 @@ func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64)
 		prev = run
 	}
 	var missing []string
+	pending := map[int32][]string{} // by partition: phases waiting on writers silent after the start
 	for _, k := range slices.SortedFunc(maps.Keys(truth), func(a, b phaseKey) int {
 		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.phase, b.phase))
 	}) {
@@ -248,8 +269,14 @@ func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64)
 		if printed[k] > 0 || skipped[k] {
 			continue
 		}
-		if start, ok := mid[k.part]; ok && truth[k].last < start {
-			continue // every record of it lies before the start
+		if mid != nil {
+			if start, ok := mid.at[k.part]; ok && truth[k].last < start {
+				continue // every record of it lies before the start
+			}
+			if silent := mid.silent(k.part); len(silent) > 0 {
+				pending[k.part] = append(pending[k.part], k.String())
+				continue
+			}
 		}
 		missing = append(missing, k.String())
 	}
@@ -257,7 +284,33 @@ func judge(truth map[phaseKey]truePhase, runs []*readerRun, mid map[int32]int64)
 		v.errorf("%d phases of the output never printed%s: %s", len(missing),
 			map[bool]string{true: " nor skipped", false: ""}[mid != nil], strings.Join(missing[:min(len(missing), 10)], ", "))
 	}
+	for _, p := range slices.Sorted(maps.Keys(pending)) {
+		ks := pending[p]
+		v.pending += len(ks)
+		v.errorf("%d phases of partition %d, with records after the start offset %d, never printed nor skipped: writers %s wrote their last marker before the start, so no record after it completes these phases (rule M8), and a reader hands over complete phases only (C4); it reports nothing of the records it read (%s ... %s)",
+			len(ks), p, mid.at[p], mid.silentString(p), ks[0], ks[len(ks)-1])
+	}
 	return v
+}
+
+// silent is the writers of partition p whose last marker lies before the
+// start.
+func (m *midStart) silent(p int32) []int32 {
+	var out []int32
+	for _, task := range slices.Sorted(maps.Keys(m.last[p])) {
+		if m.last[p][task] < m.at[p] {
+			out = append(out, task)
+		}
+	}
+	return out
+}
+
+func (m *midStart) silentString(p int32) string {
+	var ss []string
+	for _, task := range m.silent(p) {
+		ss = append(ss, fmt.Sprintf("%d (last marker at offset %d)", task, m.last[p][task]))
+	}
+	return strings.Join(ss, ", ")
 }
 
 // lastLine is the last line of file path, or why it cannot be read.

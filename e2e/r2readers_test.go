@@ -303,10 +303,10 @@ func leaveGroup(ctx context.Context, cl *kgo.Client, group string) error {
 	return nil
 }
 
-// midStart sets group's committed offsets of topic by hand, with empty
+// setMidOffsets sets group's committed offsets of topic by hand, with empty
 // metadata, to an offset between 40 % and 58 % of each partition (rule
 // C4: a reader must prove each phase or skip it), and returns them.
-func midStart(ctx context.Context, adm *kadm.Client, topic, group string) (map[int32]int64, error) {
+func setMidOffsets(ctx context.Context, adm *kadm.Client, topic, group string) (map[int32]int64, error) {
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		return nil, err
