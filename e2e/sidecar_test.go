@@ -44,6 +44,11 @@ func startInstance(n int, dir string, env []string) (*instance, error) {
 		return nil, err
 	}
 	in.cmd = exec.Command(suite.bin)
+	if wrap := strings.Fields(os.Getenv("PHASEGATE_E2E_SIDECAR_WRAP")); len(wrap) > 0 {
+		// A command that execs the sidecar in its own process (taskset,
+		// nice): signals still reach the sidecar itself.
+		in.cmd = exec.Command(wrap[0], append(wrap[1:], suite.bin)...)
+	}
 	in.cmd.Env = append(append(os.Environ(), env...), "PHASEGATE_HTTP_ADDR="+addr)
 	in.cmd.Stdout, in.cmd.Stderr = f, f
 	in.started = time.Now()

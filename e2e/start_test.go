@@ -41,7 +41,11 @@ const startWait = 2 * time.Minute
 // (the suite's directory) and says what each instance was doing.
 //
 // PHASEGATE_E2E_START_ROUNDS sets the rounds; PHASEGATE_E2E_START_TASKS=3
-// runs key routing with 3 tasks instead of partition routing.
+// runs key routing with 3 tasks instead of partition routing;
+// PHASEGATE_E2E_START_FRESH_BROKER=1 starts a new broker (kafka.sh) for
+// each round, so that the sidecars are the first clients to need the
+// transaction state and consumer offsets topics; PHASEGATE_E2E_SIDECAR_WRAP
+// (e.g. "taskset -c 0 nice -n 10") slows the sidecars down.
 func TestSimultaneousStart(t *testing.T) {
 	b := needBroker(t)
 	rounds := startRounds
@@ -52,8 +56,13 @@ func TestSimultaneousStart(t *testing.T) {
 	t0 := time.Now()
 	var failed []string
 	var times []time.Duration
+	fresh := os.Getenv("PHASEGATE_E2E_START_FRESH_BROKER") == "1"
 	for i := 1; i <= rounds; i++ {
 		ok := t.Run(fmt.Sprintf("round-%02d", i), func(t *testing.T) {
+			b := b
+			if fresh {
+				b = freshBroker(t, i)
+			}
 			took := startRound(t, b, i, taskCount)
 			times = append(times, took)
 		})
@@ -72,6 +81,12 @@ func TestSimultaneousStart(t *testing.T) {
 	mode := "partition routing"
 	if taskCount != "" {
 		mode = "key routing, PHASEGATE_TASKS=" + taskCount
+	}
+	if fresh {
+		mode += ", a fresh broker each round"
+	}
+	if w := os.Getenv("PHASEGATE_E2E_SIDECAR_WRAP"); w != "" {
+		mode += ", sidecars run by " + w
 	}
 	fmt.Printf("START rounds=%d ok=%d failed=[%s] (%s) slowest_commit_all=%s time=%s verdict=%s\n",
 		rounds, rounds-len(failed), strings.Join(failed, " "), mode, slowest.Round(100*time.Millisecond),
@@ -171,6 +186,27 @@ func startRound(t *testing.T, b *broker, round int, taskCount string) time.Durat
 	}
 	t.Logf("round %d: every input committed %s after the three started (%d offsets)", round, took.Round(100*time.Millisecond), e)
 	return took
+}
+
+// freshBroker starts a new broker with kafka.sh for one round and stops it
+// at the round's end.
+func freshBroker(t *testing.T, round int) *broker {
+	t.Helper()
+	if suite.broker == nil || !suite.broker.canRestart() {
+		t.Skip("PHASEGATE_E2E_START_FRESH_BROKER needs kafka.sh (no PHASEGATE_E2E_BROKERS, no Docker)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := scriptBroker(ctx, filepath.Join(suite.work, fmt.Sprintf("kafka-start-%02d", round)))
+	if err != nil {
+		t.Fatalf("start a fresh broker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.close(); err != nil {
+			t.Errorf("stop the round's broker: %v", err)
+		}
+	})
+	return b
 }
 
 // pollUntil checks cond every 50 ms until it holds (true) or timeout
