@@ -370,6 +370,9 @@ def decode_output_marker(value):
         tree = _parse_json(value)
     except ValueError:
         raise MalformedError("", "not valid JSON") from None
+    newer = _newer_version(tree)
+    if newer is not None:
+        raise newer
     m = Marker()
     seen = set()
     version = 0
@@ -407,12 +410,27 @@ def decode_output_marker(value):
     return m
 
 
+def _newer_version(tree):
+    """markers.newerVersion: "v" is looked at before any other field
+    (MARKERS.md 3.3: a reader stops at a marker whose "v" is an integer
+    above 2, whatever else the value holds, 2^64 and more included); the
+    MalformedError, newer set, of the first such "v", or None."""
+    if not isinstance(tree, _Obj):
+        return None
+    for key, v in tree:
+        if key != "v" or not isinstance(v, _Num) or any(c in v for c in ".eE") or v.startswith("-"):
+            continue
+        # A JSON integer has no leading zeros: above 2 is more than one
+        # digit, or one digit above "2" (no int(): it would refuse 4300 digits).
+        if len(v) > 1 or v > "2":
+            return MalformedError(key, f"version {v} is newer than this reader (1 and 2): upgrade the reader", newer=True)
+    return None
+
+
 def _check_version(key, v):
     n = _json_uint(key, v, 64)
     if n in (VERSION, VERSION_WRITERS):
         return n
-    if n > VERSION_WRITERS:
-        raise MalformedError(key, f"version {v} is newer than this reader (1 and 2): upgrade the reader", newer=True)
     raise MalformedError(key, f"version {v} is not 1 or 2")
 
 
@@ -469,9 +487,15 @@ def append_checkpoint_metadata(done, has_done):
 
 def parse_checkpoint_metadata(s):
     """Rule C2: (done, has_done, ok); ok is False for anything that is not
-    checkpoint metadata ("" included)."""
+    checkpoint metadata ("" included). One trailing NUL byte is ignored
+    (confluent-kafka 2.16.1 commits one); two are not metadata."""
+    if s is None:
+        return 0, False, False
+    b = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+    if b.endswith(b"\x00"):
+        b = b[:-1]  # markers.ParseCheckpointMetadata: strings.TrimSuffix(s, "\x00")
     try:
-        tree = _parse_json(s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s)
+        tree = _parse_json(b)
     except ValueError:
         return 0, False, False
     if not isinstance(tree, _Obj):

@@ -59,7 +59,8 @@ def phase_line(partition, p):
 # terminated: metadata this reader wrote comes back whole (its own NUL ends
 # it), but metadata a Java or Go reader wrote comes back followed by
 # whatever lies after it in memory, or raises UnicodeDecodeError. The two
-# helpers below undo the read side; the NUL written is beyond this reader.
+# helpers below undo the read side. The NUL written is beyond this reader;
+# every reader's metadata parser ignores one trailing NUL (rule C2).
 
 def committed_offsets(consumer, partitions, attempts=5):
     """consumer.committed, asked again when the bytes read past the

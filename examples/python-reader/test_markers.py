@@ -31,7 +31,7 @@ class VectorsTest(unittest.TestCase):
     def test_vectors(self):
         with open(VECTORS, encoding="utf-8") as f:
             data_ = json.load(f)
-        self.assertEqual(len(data_["vectors"]), 80)
+        self.assertEqual(len(data_["vectors"]), 81)
         for v in data_["vectors"]:
             with self.subTest(v["name"]):
                 self.assertEqual(vectors.compare(v, vectors.run_vector(v)), [])
@@ -57,6 +57,29 @@ class PhaseLineTest(unittest.TestCase):
                 p = r.next()
         self.assertEqual(lines, ["phase=5 partition=0 records=3 sources=orders:2,payments:1 marker_count=3 sealed_by=idle"])
         self.assertEqual(r.checkpoint(), markers.Checkpoint(5, '{"phasegate":1,"done":5}'))
+
+
+class NewerVersionTest(unittest.TestCase):
+    """Go's TestNewerVersion: "v" is looked at before any other field."""
+
+    def test_an_integer_v_above_2_is_a_newer_version(self):
+        for value in ['{"v":3,"phase":5,"partition":2,"count":0,"sources":{},"watermark_ms":1,"sealed_by":"watermark","emitter":"x"}',
+                      '{"v":18446744073709551616,"phase":5,"partition":2}',  # above uint64: still a version number
+                      '{"phase":"x","v":3,"partition":2}',  # a bad field before "v": "v" decides
+                      '{"v":4}',  # nothing else
+                      '{"v":1' + '0' * 5000 + '}']:  # past Python's int() digit limit
+            with self.subTest(value[:60]):
+                with self.assertRaises(markers.MalformedError) as cm:
+                    markers.decode_output_marker(value.encode())
+                self.assertTrue(cm.exception.newer)
+
+    def test_anything_else_is_malformed_not_newer(self):
+        for v in ['"v":0', '"v":"3"', '"v":-3', '"v":3.0']:
+            with self.subTest(v):
+                with self.assertRaises(markers.MalformedError) as cm:
+                    markers.decode_output_marker(('{' + v + ',"phase":5,"partition":2,"count":0,"sources":{},'
+                                                  '"watermark_ms":1,"sealed_by":"watermark","emitter":"x"}').encode())
+                self.assertFalse(cm.exception.newer)
 
 
 class CleanMetadataTest(unittest.TestCase):

@@ -3,6 +3,7 @@ package io.github.phasegate.reader;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap.SimpleImmutableEntry;
@@ -17,7 +18,11 @@ import java.util.Map;
  * is read before any field is looked at, as Go checks {@code json.Valid} first.
  */
 final class Json {
-  private static final JsonFactory FACTORY = new JsonFactory();
+  // No limit on a number's length (Jackson's default is 1000 digits), as in Go: a "v" of any
+  // length above 2 is a newer version (MARKERS.md 3.3), not invalid JSON.
+  private static final JsonFactory FACTORY = JsonFactory.builder()
+      .streamReadConstraints(StreamReadConstraints.builder().maxNumberLength(Integer.MAX_VALUE).build())
+      .build();
 
   /** JSON null. */
   static final Object NULL = new Object();

@@ -41,6 +41,10 @@ final class Marker {
     } catch (Json.Invalid e) {
       throw new Malformed("", "not valid JSON");
     }
+    Malformed newer = newerVersion(tree);
+    if (newer != null) {
+      throw newer;
+    }
     Marker m = new Marker();
     Set<String> seen = new HashSet<>();
     Set<String> twice = new HashSet<>();
@@ -91,16 +95,37 @@ final class Marker {
     return m;
   }
 
+  /**
+   * Go's newerVersion: "v" is looked at before any other field (MARKERS.md 3.3: a reader stops at a
+   * marker whose "v" is an integer above 2, whatever else the value holds, 2^64 and more included).
+   * Returns the newer-version error of the first such "v", or null.
+   */
+  private static Malformed newerVersion(Object tree) {
+    if (!(tree instanceof Json.Obj)) {
+      return null;
+    }
+    for (Map.Entry<String, Object> e : (Json.Obj) tree) {
+      if (!e.getKey().equals("v") || !(e.getValue() instanceof Json.Num)) {
+        continue;
+      }
+      String text = ((Json.Num) e.getValue()).text();
+      if (text.contains(".") || text.contains("e") || text.contains("E") || text.startsWith("-")) {
+        continue;
+      }
+      // A JSON integer has no leading zeros: above 2 is more than one digit, or one digit above 2.
+      if (text.length() > 1 || text.charAt(0) > '2') {
+        return new Malformed("v", "version " + text + " is newer than this reader (1 and 2): upgrade the reader", true);
+      }
+    }
+    return null;
+  }
+
   private static long checkVersion(String key, Object v) throws Malformed {
     long n = jsonUint(key, v, 64);
     if (n == VERSION || n == VERSION_WRITERS) {
       return n;
     }
-    String text = ((Json.Num) v).text();
-    if (Long.compareUnsigned(n, VERSION_WRITERS) > 0) {
-      throw new Malformed(key, "version " + text + " is newer than this reader (1 and 2): upgrade the reader", true);
-    }
-    throw new Malformed(key, "version " + text + " is not 1 or 2");
+    throw new Malformed(key, "version " + ((Json.Num) v).text() + " is not 1 or 2");
   }
 
   private void setField(String key, Object v) throws Malformed {
@@ -234,8 +259,14 @@ final class Marker {
     static final Metadata NONE = new Metadata(0, false, false);
   }
 
-  /** Reads checkpoint metadata (Go's ParseCheckpointMetadata). */
+  /**
+   * Reads checkpoint metadata (Go's ParseCheckpointMetadata). One trailing NUL is ignored
+   * (confluent-kafka 2.16.1, the Python reader's client, commits one); two are not metadata.
+   */
   static Metadata parseCheckpointMetadata(String s) {
+    if (s != null && s.endsWith("\u0000")) {
+      s = s.substring(0, s.length() - 1); // Go: strings.TrimSuffix(s, "\x00")
+    }
     Object tree;
     try {
       tree = Json.parse(s == null ? null : s.getBytes(java.nio.charset.StandardCharsets.UTF_8));

@@ -160,24 +160,13 @@ public final class Reader {
       long low = begin.get(tp);
       Phase.Checkpoint start = c == null || c.offset() < low
           ? new Phase.Checkpoint(low, "")
-          : new Phase.Checkpoint(c.offset(), withoutNul(c.metadata()));
+          : new Phase.Checkpoint(c.offset(), c.metadata() == null ? "" : c.metadata());
       readers.put(tp.partition(), new PhaseReader(tp.partition(), start));
       committed.put(tp.partition(), start);
       consumer.seek(tp, start.offset());
       System.err.println("start partition=" + tp.partition() + " offset=" + start.offset()
           + " metadata=" + (start.metadata().isEmpty() ? "-" : start.metadata()));
     }
-  }
-
-  /**
-   * The committed metadata without the C string terminator that confluent-kafka (the Python
-   * reader's client, 2.16.1) commits after it: {@code {"phasegate":1,"done":N}\0}.
-   */
-  static String withoutNul(String md) {
-    if (md == null) {
-      return "";
-    }
-    return md.endsWith("\u0000") ? md.substring(0, md.length() - 1) : md;
   }
 
   private int run(AtomicBoolean stop, long idleMs) throws NewerVersion {
