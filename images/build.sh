@@ -48,7 +48,7 @@ export DOCKER_BUILDKIT=0
 dbuild() {
   local out
   out="$(mktemp)"
-  if ! docker build -q "$@" >"$out" 2>&1; then
+  if ! docker build -q --force-rm "$@" >"$out" 2>&1; then
     grep -v -e 'DEPRECATED' -e 'BuildKit' -e 'environment-variable' "$out" | tail -n 40 >&2
     rm -f "$out"
     return 1
