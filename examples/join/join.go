@@ -168,7 +168,7 @@ func (j *Join) fetched(ctx context.Context, cl *kgo.Client, topic string, resp *
 			}
 			c := commit{offset: p.Offset}
 			if p.Metadata != nil {
-				c.metadata = withoutNUL(*p.Metadata)
+				c.metadata = *p.Metadata // one trailing NUL (confluent-kafka's) is the reader's to drop: MARKERS.md C2
 			}
 			commits[p.Partition] = c
 		}
@@ -180,7 +180,7 @@ func (j *Join) fetched(ctx context.Context, cl *kgo.Client, topic string, resp *
 		for _, p := range t.Partitions {
 			c := commit{offset: p.Offset}
 			if p.Metadata != nil {
-				c.metadata = withoutNUL(*p.Metadata)
+				c.metadata = *p.Metadata
 			}
 			commits[p.Partition] = c
 		}
@@ -212,13 +212,6 @@ func (j *Join) fetched(ctx context.Context, cl *kgo.Client, topic string, resp *
 	}
 	return nil
 }
-
-// withoutNUL drops the C string terminator that confluent-kafka (the
-// Python reader's client, 2.16.1) commits after the metadata it is given:
-// {"phasegate":1,"done":N}\x00. Without this, a join taking over a group
-// from the Python reader would read no metadata and prove every phase
-// again (rule C4).
-func withoutNUL(md string) string { return strings.TrimSuffix(md, "\x00") }
 
 // feed gives one record to its partition's reader; it joins and prints
 // each phase the record completed and each phase it skipped, then commits

@@ -324,6 +324,8 @@ def _json_uint(key, v, bits):
     _check_integer(key, v)
     if v.startswith("-"):
         raise MalformedError(key, "must not be negative")
+    if len(v) > 20:  # int() refuses over 4300 digits; 2**64 has 20
+        raise MalformedError(key, v[:24] + "... is out of range")
     n = int(v)
     if n >= 1 << bits:
         raise MalformedError(key, v + " is out of range")
@@ -332,6 +334,8 @@ def _json_uint(key, v, bits):
 
 def _json_int(key, v):
     _check_integer(key, v)
+    if len(v.lstrip("-")) > 19:  # int() refuses over 4300 digits; 2**63 has 19
+        raise MalformedError(key, v[:24] + "... is out of range")
     n = int(v)
     if not -(1 << 63) <= n < 1 << 63:
         raise MalformedError(key, v + " is out of range")
