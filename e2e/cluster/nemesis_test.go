@@ -28,7 +28,7 @@ const (
 type nemesis struct {
 	name   string // a..f; CI runs a and d (`-run 'TestNemesis/^[ad]-'`)
 	layout layout
-	fault  func(ctx context.Context, r *run) (desc string, at snapshot, extra string)
+	fault  func(ctx context.Context, r *run) (desc string, at snapshot)
 }
 
 var nemeses = []nemesis{
@@ -51,7 +51,7 @@ func TestNemesis(t *testing.T) {
 			defer cancel()
 			r := startRun(t, ctx, n.name[:1], n.layout)
 			r.flow(ctx, 10*time.Second)
-			desc, at, extra := n.fault(ctx, r)
+			desc, at := n.fault(ctx, r)
 			r.flow(ctx, flowAfter)
 			// The measure is taken once every lane moved on (or 2 min).
 			poll(ctx, 2*time.Minute, 500*time.Millisecond, func() bool {
@@ -67,7 +67,7 @@ func TestNemesis(t *testing.T) {
 				restarts = append(restarts, strconv.Itoa(s.restarts(ctx)))
 			}
 			r.report(result{name: n.name[:1], fault: desc, first: first, next: next, stall: stall, v: v,
-				restarts: strings.Join(restarts, ","), replication: repl, extra: extra})
+				restarts: strings.Join(restarts, ","), replication: repl})
 		})
 	}
 }
@@ -99,7 +99,7 @@ func (r *run) bounce(ctx context.Context, n *node, d time.Duration) {
 
 // (a) SIGKILL the broker leading most output partitions while one of the
 // sidecars' transactions is Ongoing on a partition it leads.
-func killOutputLeader(ctx context.Context, r *run) (string, snapshot, string) {
+func killOutputLeader(ctx context.Context, r *run) (string, snapshot) {
 	leaders, err := r.c.leaders(ctx, r.out)
 	if err != nil {
 		r.t.Fatal(err)
@@ -115,6 +115,7 @@ func killOutputLeader(ctx context.Context, r *run) (string, snapshot, string) {
 			led++
 		}
 	}
+	ctrl := r.c.controllerLeader(ctx)
 	// Mid-commit: a transaction holding one of its output partitions.
 	ongoing := poll(ctx, 10*time.Second, 10*time.Millisecond, func() bool {
 		d, err := r.c.adm.DescribeTransactions(ctx, r.txnIDs()...)
@@ -135,12 +136,12 @@ func killOutputLeader(ctx context.Context, r *run) (string, snapshot, string) {
 	})
 	at := r.obs.snapshot()
 	r.bounce(ctx, target, down)
-	return fmt.Sprintf("kill -9 %s (leader of %d/%d output partitions, transaction ongoing on one: %v), down %s, restarted",
-		target.alias, led, len(leaders), ongoing, down), at, ""
+	return fmt.Sprintf("kill -9 %s (leader of %d/%d output partitions, transaction ongoing on one: %v; controller leader: %s), down %s, restarted",
+		target.alias, led, len(leaders), ongoing, ctrl.alias, down), at
 }
 
 // (b) SIGKILL the broker coordinating most of the sidecars' transactional IDs.
-func killTxnCoordinator(ctx context.Context, r *run) (string, snapshot, string) {
+func killTxnCoordinator(ctx context.Context, r *run) (string, snapshot) {
 	var ids []int32
 	for _, c := range r.c.adm.FindTxnCoordinators(ctx, r.txnIDs()...) {
 		if c.Err != nil {
@@ -157,13 +158,13 @@ func killTxnCoordinator(ctx context.Context, r *run) (string, snapshot, string) 
 	}
 	at := r.obs.snapshot()
 	r.bounce(ctx, target, down)
-	return fmt.Sprintf("kill -9 %s (transaction coordinator of %d/%d sidecars), down %s, restarted", target.alias, n, len(ids), down), at, ""
+	return fmt.Sprintf("kill -9 %s (transaction coordinator of %d/%d sidecars), down %s, restarted", target.alias, n, len(ids), down), at
 }
 
 // (c) docker pause the broker leading the watermark topic's partition
 // (the worst case of the issue's first run) longer than the request and
 // session timeouts, then unpause.
-func pauseWatermarkLeader(ctx context.Context, r *run) (string, snapshot, string) {
+func pauseWatermarkLeader(ctx context.Context, r *run) (string, snapshot) {
 	wm := r.group + ".watermarks"
 	leaders, err := r.c.leaders(ctx, wm)
 	if err != nil || len(leaders) == 0 {
@@ -179,13 +180,13 @@ func pauseWatermarkLeader(ctx context.Context, r *run) (string, snapshot, string
 		r.t.Fatal(err)
 	}
 	r.c.waitHealthy(ctx, 3*time.Minute)
-	return fmt.Sprintf("docker pause %s (leader of %s/0) for %s, unpaused", target.alias, wm, pauseFor), at, ""
+	return fmt.Sprintf("docker pause %s (leader of %s/0) for %s, unpaused", target.alias, wm, pauseFor), at
 }
 
 // (d) cut sidecar-1 off from every broker longer than the session
 // timeout, then heal: it must be fenced, its task must move to the others
 // meanwhile, and nothing may be duplicated when it comes back.
-func partitionSidecar(ctx context.Context, r *run) (string, snapshot, string) {
+func partitionSidecar(ctx context.Context, r *run) (string, snapshot) {
 	s := r.sidecars[0]
 	at := r.obs.snapshot()
 	if err := s.cut(ctx); err != nil {
@@ -202,12 +203,12 @@ func partitionSidecar(ctx context.Context, r *run) (string, snapshot, string) {
 	if moved < 0 {
 		r.t.Errorf("%s's task did not move while it was cut off for %s: some output lane committed no new phase", s.alias, cutFor)
 	}
-	return fmt.Sprintf("packets dropped between %s and every broker for %s, healed", s.alias, cutFor), at, ""
+	return fmt.Sprintf("packets dropped between %s and every broker for %s, healed", s.alias, cutFor), at
 }
 
 // (e) restart the three brokers one after the other (SIGTERM, start,
 // in sync again) under load.
-func rollingRestart(ctx context.Context, r *run) (string, snapshot, string) {
+func rollingRestart(ctx context.Context, r *run) (string, snapshot) {
 	at := r.obs.snapshot()
 	t0 := time.Now()
 	for _, n := range r.c.nodes {
@@ -216,25 +217,33 @@ func rollingRestart(ctx context.Context, r *run) (string, snapshot, string) {
 		}
 		r.c.start(ctx, n)
 	}
-	return fmt.Sprintf("rolling restart of kafka-1..3 (SIGTERM, start, in sync) took %s", time.Since(t0).Round(time.Second)), at, ""
+	return fmt.Sprintf("rolling restart of kafka-1..3 (SIGTERM, start, in sync) took %s", time.Since(t0).Round(time.Second)), at
 }
 
 var leaderID = regexp.MustCompile(`LeaderId:\s+(\d+)`)
 
+// controllerLeader asks a live node which node leads the KRaft quorum.
+func (c *cluster) controllerLeader(ctx context.Context) *node {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		out, err := docker(ctx, "exec", n.name, "/opt/kafka/bin/kafka-metadata-quorum.sh",
+			"--bootstrap-server", "localhost:9092", "describe", "--status")
+		if err != nil {
+			continue // a stopped node: ask the next
+		}
+		if m := leaderID.FindStringSubmatch(out); m != nil {
+			id, _ := strconv.Atoi(m[1])
+			return c.node(int32(id))
+		}
+	}
+	c.t.Fatal("no node named the controller quorum's leader (kafka-metadata-quorum.sh describe --status)")
+	return nil
+}
+
 // (f) SIGKILL the node leading the KRaft controller quorum, restart it.
-func killControllerLeader(ctx context.Context, r *run) (string, snapshot, string) {
-	out, err := docker(ctx, "exec", r.c.nodes[0].name, "/opt/kafka/bin/kafka-metadata-quorum.sh",
-		"--bootstrap-server", "localhost:9092", "describe", "--status")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	m := leaderID.FindStringSubmatch(out)
-	if m == nil {
-		r.t.Fatalf("no LeaderId in kafka-metadata-quorum.sh's output:\n%s", out)
-	}
-	id, _ := strconv.Atoi(m[1])
-	target := r.c.node(int32(id))
+func killControllerLeader(ctx context.Context, r *run) (string, snapshot) {
+	target := r.c.controllerLeader(ctx)
 	at := r.obs.snapshot()
 	r.bounce(ctx, target, down)
-	return fmt.Sprintf("kill -9 %s (controller quorum leader), down %s, restarted", target.alias, down), at, ""
+	return fmt.Sprintf("kill -9 %s (controller quorum leader), down %s, restarted", target.alias, down), at
 }

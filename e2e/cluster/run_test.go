@@ -198,7 +198,6 @@ type result struct {
 	v           verdict
 	restarts    string // Docker's restart count of each sidecar, in order
 	replication string
-	extra       string
 }
 
 func (res result) line() string {
@@ -225,9 +224,9 @@ func (res result) line() string {
 	if res.v.quarantined > 0 {
 		quar = "MISS"
 	}
-	return fmt.Sprintf("N%s records=%d out=%d fault=%q next_phase=%s first_marker=%s longest_stall=%s quarantined=%d (%s) phases=%d violations=%d restarts=%s %s %sverdict=%s availability(<=%s)=%s no_quarantine=%s",
+	return fmt.Sprintf("N%s records=%d out=%d fault=%q next_phase=%s first_marker=%s longest_stall=%s quarantined=%d (%s) phases=%d violations=%d restarts=%s %s verdict=%s availability(<=%s)=%s no_quarantine=%s",
 		res.name, res.v.in, res.v.out, res.fault, dur(res.next), dur(res.first), dur(res.stall), res.v.quarantined,
-		strings.Join(rs, " "), res.v.phases, res.v.violations, res.restarts, res.replication, res.extra, verdict,
+		strings.Join(rs, " "), res.v.phases, res.v.violations, res.restarts, res.replication, verdict,
 		availabilityTarget, avail, quar)
 }
 
