@@ -36,6 +36,12 @@ func containerBroker(ctx context.Context) (*broker, error) {
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
 		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	}
+	// With a local engine the mapped port is on the loopback. On these
+	// machines testcontainers believes it runs inside a container and
+	// answers the default gateway (192.0.2.1) as the host, which refuses.
+	if dh := os.Getenv("DOCKER_HOST"); os.Getenv("TESTCONTAINERS_HOST_OVERRIDE") == "" && (dh == "" || strings.HasPrefix(dh, "unix://")) {
+		os.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
+	}
 	provider, err := testcontainers.NewDockerProvider()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoDocker, err)

@@ -42,25 +42,28 @@ part() {
 out="$(mktemp "${TMPDIR:-/tmp}/phasegate-containers-XXXXXX.log")"
 trap 'rm -f "$out"' EXIT
 part compose ./scripts/compose-smoke.sh
-part "container broker (F1 on phasegate-local/kafka)" \
-  env PHASEGATE_E2E_KAFKA_IMAGE=phasegate-local/kafka:4.1.2 PHASEGATE_E2E_RECORDS=20000 \
-  go test -tags e2e -count=1 -timeout 15m -run '^TestF1' ./e2e/
+# quiet: testcontainers' progress lines out.
+quiet() { grep -v -E '^[0-9/]+ [0-9:]+ (🐳|✅|🔔|⏳|🚫|🔥)'; }
+container_broker() {
+  set -o pipefail
+  PHASEGATE_E2E_KAFKA_IMAGE=phasegate-local/kafka:4.1.2 PHASEGATE_E2E_RECORDS=20000 \
+    go test -tags e2e -count=1 -timeout 15m -run '^TestF1' -v ./e2e/ 2>&1 | quiet | tee -a "$out"
+}
+part "container broker (F1 on phasegate-local/kafka)" container_broker
 nemesis() {
   set -o pipefail
-  go test -tags e2e -count=1 -timeout 90m -run "TestNemesis/$NEMESIS" -v ./e2e/cluster/ 2>&1 |
-    grep -v -E '^[0-9/]+ [0-9:]+ (🐳|✅|🔔|⏳|🚫|🔥)' | tee "$out"
+  go test -tags e2e -count=1 -timeout 90m -run "TestNemesis/$NEMESIS" -v ./e2e/cluster/ 2>&1 | quiet | tee -a "$out"
 }
 part "nemesis ($NEMESIS)" nemesis
 acls() {
   set -o pipefail
-  go test -tags e2e -count=1 -timeout 30m -run 'TestACLs' -v ./e2e/cluster/ 2>&1 |
-    grep -v -E '^[0-9/]+ [0-9:]+ (🐳|✅|🔔|⏳|🚫|🔥)' | tee -a "$out"
+  go test -tags e2e -count=1 -timeout 30m -run 'TestACLs' -v ./e2e/cluster/ 2>&1 | quiet | tee -a "$out"
 }
 if [[ "${ACLS:-}" == 1 ]]; then
   part ACLs acls
 fi
 echo
 echo "== containers summary"
-grep -E '^(N[a-f]|ACL) ' "$out" || true
+grep -E '^(F1|N[a-f]|ACL) |^e2e: broker' "$out" || true
 printf '%s\n' "${summary[@]}"
 exit "$failed"
