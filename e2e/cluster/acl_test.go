@@ -32,7 +32,7 @@ type pipeline struct {
 type acl struct {
 	name     string // what the test calls it
 	resource string // the resource's name, which the error must name
-	build    func(p pipeline) *kadm.ACLBuilder
+	builder  *kadm.ACLBuilder
 }
 
 // minimalACLs is docs/SECURITY.md's table: what the sidecar's principal
@@ -41,38 +41,23 @@ func minimalACLs(principal string, p pipeline) []acl {
 	allow := func() *kadm.ACLBuilder {
 		return kadm.NewACLs().Allow(principal).AllowHosts().ResourcePatternType(kadm.ACLPatternLiteral)
 	}
+	topic := func(name, what, topic string, op kadm.ACLOperation) acl {
+		return acl{name + " topic " + what, topic, allow().Topics(topic).Operations(op)}
+	}
 	var out []acl
 	for _, f := range p.forks {
-		out = append(out, acl{"READ topic " + f + " (fork)", f, func(pipeline) *kadm.ACLBuilder {
-			return allow().Topics(f).Operations(kadm.OpRead)
-		}})
+		out = append(out, topic("READ", f+" (fork)", f, kadm.OpRead))
 	}
 	return append(out,
-		acl{"READ group", p.group, func(p pipeline) *kadm.ACLBuilder { return allow().Groups(p.group).Operations(kadm.OpRead) }},
-		acl{"WRITE topic output", p.out, func(p pipeline) *kadm.ACLBuilder { return allow().Topics(p.out).Operations(kadm.OpWrite) }},
-		acl{"WRITE topic quarantine", p.quarantine, func(p pipeline) *kadm.ACLBuilder {
-			return allow().Topics(p.quarantine).Operations(kadm.OpWrite)
-		}},
-		acl{"READ topic watermark", p.watermark, func(p pipeline) *kadm.ACLBuilder {
-			return allow().Topics(p.watermark).Operations(kadm.OpRead)
-		}},
-		acl{"WRITE topic watermark", p.watermark, func(p pipeline) *kadm.ACLBuilder {
-			return allow().Topics(p.watermark).Operations(kadm.OpWrite)
-		}},
-		// Needed today although the topic exists: the sidecar always asks
-		// to create it (proxy/fleet.go dialReports), and without CREATE the
-		// broker answers TOPIC_AUTHORIZATION_FAILED, not TOPIC_ALREADY_EXISTS.
-		acl{"CREATE topic watermark", p.watermark, func(p pipeline) *kadm.ACLBuilder {
-			return allow().Topics(p.watermark).Operations(kadm.OpCreate)
-		}},
+		acl{"READ group", p.group, allow().Groups(p.group).Operations(kadm.OpRead)},
+		topic("WRITE", "output", p.out, kadm.OpWrite),
+		topic("WRITE", "quarantine", p.quarantine, kadm.OpWrite),
+		topic("READ", "watermark", p.watermark, kadm.OpRead),
+		topic("WRITE", "watermark", p.watermark, kadm.OpWrite),
 		// The sidecar checks an existing watermark topic's cleanup.policy
 		// (proxy/fleet.go checkReportTopic).
-		acl{"DESCRIBE_CONFIGS topic watermark", p.watermark, func(p pipeline) *kadm.ACLBuilder {
-			return allow().Topics(p.watermark).Operations(kadm.OpDescribeConfigs)
-		}},
-		acl{"WRITE transactional ID", p.txnID, func(p pipeline) *kadm.ACLBuilder {
-			return allow().TransactionalIDs(p.txnID).Operations(kadm.OpWrite)
-		}},
+		topic("DESCRIBE_CONFIGS", "watermark", p.watermark, kadm.OpDescribeConfigs),
+		acl{"WRITE transactional ID", p.txnID, allow().TransactionalIDs(p.txnID).Operations(kadm.OpWrite)},
 	)
 }
 
@@ -133,7 +118,7 @@ func TestACLs(t *testing.T) {
 					missing = &acls[j]
 					continue
 				}
-				res, err := b.adm.CreateACLs(ctx, a.build(p))
+				res, err := b.adm.CreateACLs(ctx, a.builder)
 				if err == nil {
 					for _, r := range res {
 						if r.Err != nil {
