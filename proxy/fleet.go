@@ -67,18 +67,29 @@ func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin
 	if err != nil {
 		return nil, fmt.Errorf("replicas of output topic %s: %w", cfg.OutputTopic, err)
 	}
-	compact := "compact"
-	err = admin.CreateTopic(cfg.WatermarkTopic, &sarama.TopicDetail{
-		NumPartitions: 1, ReplicationFactor: int16(max(1, len(replicas))),
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact},
-	}, false)
-	switch {
-	case errors.Is(err, sarama.ErrTopicAlreadyExists):
-		if err := checkReportTopic(cfg.WatermarkTopic, admin); err != nil {
-			return nil, err
+	// An existing topic is checked, not created again: creating needs
+	// CREATE, which a principal with an existing topic should not need
+	// (an unauthorized create is refused before "already exists").
+	meta, err := describeTopic(admin, cfg.WatermarkTopic)
+	if err == nil && meta == nil {
+		compact := "compact"
+		err = admin.CreateTopic(cfg.WatermarkTopic, &sarama.TopicDetail{
+			NumPartitions: 1, ReplicationFactor: int16(max(1, len(replicas))),
+			ConfigEntries: map[string]*string{"cleanup.policy": &compact},
+		}, false)
+		switch {
+		case err == nil:
+		case errors.Is(err, sarama.ErrTopicAlreadyExists): // created meanwhile, by another instance
+			meta, err = describeTopic(admin, cfg.WatermarkTopic)
+		default:
+			err = fmt.Errorf("watermark topic %s does not exist and cannot be created: %w (create it with one partition and cleanup.policy=compact, grant this principal CREATE on it, or set PHASEGATE_WATERMARK_TOPIC to an existing one)", cfg.WatermarkTopic, err)
 		}
-	case err != nil:
-		return nil, fmt.Errorf("watermark topic %s does not exist and cannot be created: %w (create it with one partition and cleanup.policy=compact, or set PHASEGATE_WATERMARK_TOPIC to an existing one)", cfg.WatermarkTopic, err)
+	}
+	if err == nil && meta != nil {
+		err = checkReportTopic(cfg.WatermarkTopic, meta, admin)
+	}
+	if err != nil {
+		return nil, err
 	}
 	client, err := sarama.NewClient(k.Brokers, k.reportConfig())
 	if err != nil {
@@ -101,19 +112,32 @@ func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin
 // misses the others' reports: both stall the fleet (docs/FLEET.md).
 var errReportTopic = errors.New("the watermark topic must have one partition and cleanup.policy=compact")
 
-// checkReportTopic refuses an existing watermark topic of another shape.
-func checkReportTopic(topic string, admin sarama.ClusterAdmin) error {
-	const fix = "(delete it, or set PHASEGATE_WATERMARK_TOPIC to a new name: phasegate creates it)"
+// describeTopic returns topic's metadata, nil when it does not exist. It
+// never creates it (a metadata request of the admin client does not).
+func describeTopic(admin sarama.ClusterAdmin, topic string) (*sarama.TopicMetadata, error) {
 	meta, err := admin.DescribeTopics([]string{topic})
-	if err != nil || len(meta) != 1 || !errors.Is(meta[0].Err, sarama.ErrNoError) {
-		return fmt.Errorf("describe watermark topic %s: %w", topic, cmp.Or(err, topicErr(meta)))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("describe topic %s: %w", topic, err)
+	case len(meta) != 1:
+		return nil, fmt.Errorf("describe topic %s: %d topics in the answer", topic, len(meta))
+	case errors.Is(meta[0].Err, sarama.ErrUnknownTopicOrPartition):
+		return nil, nil
+	case !errors.Is(meta[0].Err, sarama.ErrNoError):
+		return nil, fmt.Errorf("describe topic %s: %w", topic, meta[0].Err)
 	}
-	if n := len(meta[0].Partitions); n != 1 {
+	return meta[0], nil
+}
+
+// checkReportTopic refuses an existing watermark topic of another shape.
+func checkReportTopic(topic string, meta *sarama.TopicMetadata, admin sarama.ClusterAdmin) error {
+	const fix = "(delete it, or set PHASEGATE_WATERMARK_TOPIC to a new name: phasegate creates it)"
+	if n := len(meta.Partitions); n != 1 {
 		return fmt.Errorf("%w: %s has %d partitions %s", errReportTopic, topic, n, fix)
 	}
 	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
 	if err != nil {
-		return fmt.Errorf("describe the configuration of watermark topic %s: %w", topic, err)
+		return fmt.Errorf("describe the configuration of watermark topic %s: %w (grant this principal DESCRIBE_CONFIGS on it: docs/SECURITY.md)", topic, err)
 	}
 	for _, e := range entries {
 		if e.Name == "cleanup.policy" && e.Value != "compact" {
@@ -121,14 +145,6 @@ func checkReportTopic(topic string, admin sarama.ClusterAdmin) error {
 		}
 	}
 	return nil
-}
-
-// topicErr is the error of the first topic's metadata, when there is one.
-func topicErr(meta []*sarama.TopicMetadata) error {
-	if len(meta) == 0 {
-		return errors.New("no metadata returned")
-	}
-	return meta[0].Err
 }
 
 // reportConfig configures the watermark topic's clients: an idempotent
@@ -226,6 +242,10 @@ func (p *Pipeline) followReports(ctx context.Context, r *reportIO, warn *logLimi
 		case err, ok := <-pc.Errors():
 			if !ok {
 				return errReportsClosed
+			}
+			if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+				p.stop(p.reportsDenied("READ", err))
+				return nil
 			}
 			if warn.allow("failed", p.now()) {
 				p.log.Warn("reading the watermark topic failed; phases wait for the other instances' reports", "topic", r.topic, "err", err)
@@ -388,9 +408,21 @@ func (p *Pipeline) writeReports() {
 	}
 }
 
-// reportFailed logs a report the producer could not write.
+// reportFailed logs a report the producer could not write, and stops the
+// instance when the principal may not write the topic.
 func (p *Pipeline) reportFailed(err *sarama.ProducerError) {
+	if errors.Is(err.Err, sarama.ErrTopicAuthorizationFailed) {
+		p.stop(p.reportsDenied("WRITE", err.Err))
+		return
+	}
 	p.log.Warn("writing a task's watermark report failed; the next report replaces it", "topic", p.cfg.WatermarkTopic, "err", err.Err)
+}
+
+// reportsDenied is the error of an ACL missing on the watermark topic:
+// without it the fleet's other instances stall on this one's tasks.
+func (p *Pipeline) reportsDenied(op string, err error) error {
+	return fmt.Errorf("%w: %s on the watermark topic %s=%s: grant this principal READ, WRITE and DESCRIBE_CONFIGS on it (docs/SECURITY.md): %v",
+		errNotAuthorized, op, "PHASEGATE_WATERMARK_TOPIC", p.cfg.WatermarkTopic, err)
 }
 
 // report is what this instance knows of each of its tasks now: the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -243,4 +244,45 @@ func TestReadReportsReopens(t *testing.T) {
 	if got := next(); got != "after" {
 		t.Fatalf("after the close: %q, want after", got)
 	}
+}
+
+// An ACL missing on the watermark topic stops the instance with an error
+// that names the topic and the grant (docs/SECURITY.md): without it the
+// other instances stall on this one's tasks. Before, a missing READ or
+// WRITE only logged a warning and the instance ran on.
+func TestWatermarkTopicNotAuthorizedStops(t *testing.T) {
+	newP := func(cons sarama.Consumer) *Pipeline {
+		return &Pipeline{cfg: Config{WatermarkTopic: "wm"}, deps: Deps{Reports: &reportIO{topic: "wm", cons: cons}},
+			reports: make(chan fleetRecord), fatal: make(chan error, 1), log: slog.New(slog.DiscardHandler), now: time.Now}
+	}
+	check := func(t *testing.T, p *Pipeline, op string) {
+		t.Helper()
+		select {
+		case err := <-p.fatal:
+			if !errors.Is(err, errNotAuthorized) || !strings.Contains(err.Error(), op+" on the watermark topic PHASEGATE_WATERMARK_TOPIC=wm") {
+				t.Fatalf("stopped with %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the instance did not stop")
+		}
+	}
+	t.Run("write", func(t *testing.T) {
+		p := newP(nil)
+		p.reportFailed(&sarama.ProducerError{Err: sarama.ErrTopicAuthorizationFailed})
+		check(t, p, "WRITE")
+	})
+	t.Run("read", func(t *testing.T) {
+		c := mocks.NewConsumer(t, nil)
+		c.ExpectConsumePartition("wm", 0, sarama.OffsetOldest).YieldError(sarama.ErrTopicAuthorizationFailed)
+		p := newP(c)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = p.followReports(ctx, p.deps.Reports, &logLimiter{last: map[string]time.Time{}})
+		}()
+		check(t, p, "READ")
+		cancel()
+		<-done
+	})
 }

@@ -64,6 +64,9 @@ type Pipeline struct {
 	ends    chan endReq
 	lags    chan lagReport
 	lagNow  chan struct{} // capacity 1: measure the lag now (pollLag)
+	// fatal carries an error of a helper goroutine that stops the
+	// instance (an ACL missing on the watermark topic); capacity 1.
+	fatal   chan error
 	reports chan fleetRecord
 	// toWrite carries the owned tasks' reports to writeReports.
 	toWrite *reportQueue
@@ -163,6 +166,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		ends:      make(chan endReq),
 		lags:      make(chan lagReport),
 		lagNow:    make(chan struct{}, 1),
+		fatal:     make(chan error, 1),
 		reports:   make(chan fleetRecord),
 		toWrite:   newReportQueue(),
 		commits:   make(chan commitReq, 1),
@@ -239,6 +243,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // errGroupStopped means the consumer group goroutine ended by itself.
 var errGroupStopped = errors.New("the consumer group stopped; see the log lines before this one")
 
+// errNotAuthorized means the principal lacks an ACL phasegate needs
+// (docs/SECURITY.md): every retry would fail the same way, so the instance
+// stops and says which.
+var errNotAuthorized = errors.New("not authorized")
+
 // errFencedInstance means the group coordinator refused this static
 // member: another process joined with the same name, or the coordinator
 // no longer knows this member's ID. Either way the instance stops; a
@@ -261,6 +270,9 @@ func (p *Pipeline) consume(ctx context.Context) error {
 		if se := (*tasks.SettingsError)(nil); errors.As(err, &se) {
 			return err // a group that runs with other settings: this instance stops, the group goes on
 		}
+		if errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+			return fmt.Errorf("%w: %s=%s: grant this principal READ on the group (docs/SECURITY.md): %v", errNotAuthorized, "PHASEGATE_GROUP_ID", p.cfg.GroupID, err)
+		}
 		if err != nil {
 			p.log.Warn("consumer group session failed; rejoining", "err", err)
 			select {
@@ -269,6 +281,15 @@ func (p *Pipeline) consume(ctx context.Context) error {
 			case <-time.After(time.Second):
 			}
 		}
+	}
+}
+
+// stop hands an error that stops the instance to the loop (the first one
+// wins); any goroutine may call it.
+func (p *Pipeline) stop(err error) {
+	select {
+	case p.fatal <- err:
+	default:
 	}
 }
 
@@ -288,6 +309,8 @@ func (p *Pipeline) loop(ctx context.Context, consumeDone <-chan struct{}) error 
 			return nil
 		case <-consumeDone:
 			return errGroupStopped
+		case err := <-p.fatal:
+			return err
 		case d := <-hot:
 			p.handle(d)
 			p.drainIn()

@@ -15,6 +15,7 @@ const (
 	actionRecreate               // close the producer and create a new one
 	actionFenced                 // another instance owns the transactional ID: stop
 	actionTooLarge               // a record over the size limits: every retry fails, stop
+	actionDenied                 // an authorization error: every retry fails, stop
 )
 
 // classify is the one place that decides what a Kafka error needs, given
@@ -22,6 +23,8 @@ const (
 // Every caller switches on its answer.
 func classify(status sarama.ProducerTxnStatusFlag, err error) action {
 	switch {
+	case isDenied(err):
+		return actionDenied
 	case isFenced(err):
 		return actionFenced
 	case errors.Is(err, sarama.ErrMessageSizeTooLarge):
@@ -47,8 +50,16 @@ func classify(status sarama.ProducerTxnStatusFlag, err error) action {
 // the instance: sarama reports it as abortable, and the rewind rejoins.
 func isFenced(err error) bool {
 	return errors.Is(err, sarama.ErrProducerFenced) ||
-		errors.Is(err, sarama.ErrInvalidProducerEpoch) ||
-		errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed)
+		errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}
+
+// isDenied reports an ACL the principal lacks: for its transactional ID,
+// a topic it writes, or its consumer group (the offsets committed in the
+// transaction).
+func isDenied(err error) bool {
+	return errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed)
 }
 
 // isIndefinite reports errors after which the outcome of an in-flight request

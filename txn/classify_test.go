@@ -22,7 +22,9 @@ func TestClassify(t *testing.T) {
 	}{
 		{"fenced by a newer producer: stop", fmt.Errorf("commit: %w", sarama.ErrProducerFenced), inTxn, actionFenced},
 		{"old epoch (fenced, or timed out and bumped): stop", sarama.ErrInvalidProducerEpoch, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagFatalError, actionFenced},
-		{"not authorised for the transactional ID: stop", sarama.ErrTransactionalIDAuthorizationFailed, inTxn, actionFenced},
+		{"not authorised for the transactional ID: stop, not fenced", sarama.ErrTransactionalIDAuthorizationFailed, inTxn, actionDenied},
+		{"not authorised for a topic it writes: stop", fmt.Errorf("produce: %w", sarama.ErrTopicAuthorizationFailed), inTxn, actionDenied},
+		{"not authorised for the group (offsets in the transaction): stop", sarama.ErrGroupAuthorizationFailed, inTxn, actionDenied},
 		{"fenced at start (no producer yet)", sarama.ErrProducerFenced, 0, actionFenced},
 		{"record over the size limit: every retry fails, stop", sarama.ErrMessageSizeTooLarge, sarama.ProducerTxnFlagInError | sarama.ProducerTxnFlagAbortableError, actionTooLarge},
 		{"request timed out: outcome unknown, recreate", sarama.ErrRequestTimedOut, inTxn, actionRecreate},

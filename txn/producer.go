@@ -20,6 +20,9 @@ var (
 	ErrEmptyBatch = errors.New("txn: a transaction needs at least one record")
 	// ErrClosed means Commit was called after Close.
 	ErrClosed = errors.New("txn: producer closed")
+	// ErrNotAuthorized means the principal lacks an ACL the transaction
+	// needs: every retry would fail the same way.
+	ErrNotAuthorized = errors.New("txn: not authorized: grant this principal WRITE on its TransactionalId (PHASEGATE_TRANSACTIONAL_ID), WRITE on the output and quarantine topics, and READ on the consumer group (docs/SECURITY.md)")
 	// ErrTooLarge means a record or batch is over the producer's or the
 	// broker's size limit: every retry would fail the same way.
 	ErrTooLarge = errors.New("txn: a record is larger than PHASEGATE_MAX_RECORD_BYTES or the broker's message.max.bytes / the topic's max.message.bytes allow: raise them together")
@@ -107,8 +110,11 @@ func (p *Producer) Timeout() time.Duration { return p.timeout }
 // classifyStart turns a failed producer creation into ErrFenced when the
 // broker says another instance owns the ID.
 func classifyStart(err error) error {
-	if classify(0, err) == actionFenced {
+	switch classify(0, err) {
+	case actionFenced:
 		return fmt.Errorf("%w: %v", ErrFenced, err)
+	case actionDenied:
+		return fmt.Errorf("%w: %v", ErrNotAuthorized, err)
 	}
 	return fmt.Errorf("txn: create transactional producer: %w", err)
 }
@@ -251,6 +257,10 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error) error {
 		_ = prod.AbortTxn()
 		p.metrics.observe(resultAborted, time.Since(start))
 		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case actionDenied:
+		_ = prod.AbortTxn()
+		p.metrics.observe(resultAborted, time.Since(start))
+		return fmt.Errorf("%w: %v", ErrNotAuthorized, err)
 	case actionFenced:
 		p.metrics.observe(resultFenced, time.Since(start))
 		return fenced(err, time.Since(start), p.timeout)
@@ -303,7 +313,7 @@ func (p *Producer) current() (sarama.AsyncProducer, error) {
 	}
 	next, err := p.newProducer()
 	if err != nil {
-		if err := classifyStart(err); errors.Is(err, ErrFenced) {
+		if err := classifyStart(err); errors.Is(err, ErrFenced) || errors.Is(err, ErrNotAuthorized) {
 			return nil, err
 		}
 		return nil, &Failure{Err: fmt.Errorf("create transactional producer: %w", err), Recreated: true}

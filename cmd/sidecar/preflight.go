@@ -156,7 +156,7 @@ func checkTopics(client sarama.Client, cfg Config) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("missing on the brokers: %s: create them, or fix the variables", strings.Join(msgs, "; "))
+	return fmt.Errorf("missing on the brokers: %s: create them, or fix the variables; on a cluster with ACLs, a topic this principal may not describe looks missing too: grant READ on the input topics and WRITE on the output (docs/SECURITY.md)", strings.Join(msgs, "; "))
 }
 
 func hasTopic(client sarama.Client, topic string) bool {

@@ -26,6 +26,10 @@ func (c Config) kafka() proxy.Kafka {
 			sc := sarama.NewConfig()
 			sc.Version = version
 			sc.ClientID = c.ClientID
+			// A metadata request never creates a topic: on brokers with
+			// auto.create.topics.enable a mistyped or missing topic would
+			// otherwise appear with the broker's defaults.
+			sc.Metadata.AllowAutoTopicCreation = false
 			c.Security.apply(sc)
 			return sc
 		},
