@@ -8,8 +8,9 @@
 #      here, all six with `make nemesis` (NEMESIS=all);
 #   4. ACLs (ACLS=1, `make nemesis`): the sidecar as a principal with the
 #      minimal ACLs of docs/SECURITY.md on a SASL_SSL broker, then without
-#      each. Not in CI yet: three cases fail on today's sidecar (see
-#      docs/SECURITY.md, "Known gaps").
+#      each. Not in CI yet: cases fail on today's sidecar (docs/SECURITY.md,
+#      "What the sidecar says with one ACL removed"); once they pass, CI
+#      can run it with ACLS=1 (about 3 min).
 # Without a Docker engine it says so and exits 0, except with CI=true,
 # where that is a failure. NEMESIS='^[ad]-' (a -run pattern) picks faults.
 set -euo pipefail
