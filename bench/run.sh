@@ -11,6 +11,9 @@
 #   BENCH_STEPS=phasegate,streams,paced   phasegate against Kafka Streams
 #   BENCH_STEPS=partitions BENCH_PARTITIONS=512   the partition-count rows
 #   BENCH_STEPS=instances BENCH_RECORDS=300000    1, 2, 3 instances of one group
+#   BENCH_STEPS=partitions BENCH_PARTITIONS_HEAVY=only   the heavy 512-partition row
+#   BENCH_STEPS=recovery                 SIGKILL and restart, phasegate and Streams
+#   BENCH_STEPS=lanes                    lane skew: 3 instances x 3 tasks against 1
 #   BENCH_PROFILE=1 make bench           CPU/heap/alloc profiles of each relay,
 #                                        summarised with go tool pprof -top
 #   BENCH_SIDECAR=/tmp/x/sidecar BENCH_COMMIT="x + patch" make bench
@@ -33,7 +36,7 @@ log() { printf 'bench: %s\n' "$*" >&2; }
 # earlier ones). BENCH_RESULTS_NAME when set; "full" when every step runs
 # (BENCH_STEPS unset, or naming every step in any order); else the steps as
 # given, joined by '+'.
-readonly ALL_STEPS=ceiling,copier,phasegate,paced,streams,skew,partitions,instances
+readonly ALL_STEPS=ceiling,copier,phasegate,paced,streams,skew,partitions,instances,recovery,lanes
 report_name() {
   local steps="${BENCH_STEPS:-$ALL_STEPS}" name
   steps="${steps// /}"
@@ -57,10 +60,11 @@ mkdir -p "$WORK/bin" "$WORK/logs"
 log "building the sidecar and pgbench"
 (cd "$ROOT" && "$GO" build -o "$WORK/bin/sidecar" ./cmd/sidecar && "$GO" build -o "$WORK/bin/pgbench" ./bench/cmd/pgbench)
 
-# The Kafka Streams pass-through (bench/streams), for the streams and
-# partitions steps: fetched and compiled once into ~/.cache/phasegate.
+# The Kafka Streams pass-through (bench/streams), for the streams,
+# partitions, recovery and lanes steps: fetched and compiled once into
+# ~/.cache/phasegate.
 streams_cp=""
-if [[ -z "${BENCH_STEPS:-}" || ",${BENCH_STEPS}," =~ ,(streams|partitions), ]]; then
+if [[ -z "${BENCH_STEPS:-}" || ",${BENCH_STEPS// /}," =~ ,(streams|partitions|recovery|lanes), ]]; then
   log "building the Kafka Streams pass-through (scripts/bench-streams.sh)"
   streams_cp="$("$ROOT/scripts/bench-streams.sh")"
 fi

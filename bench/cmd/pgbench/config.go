@@ -37,7 +37,7 @@ type config struct {
 	Compare       string          `env:"COMPARE"`               // another sidecar binary: every relay runs with both, alternately
 	CompareLabel  string          `env:"COMPARE_LABEL" envDefault:"B"`
 	SidecarEnv    []string        `env:"SIDECAR_ENV"` // extra NAME=VALUE for every sidecar, e.g. GOMEMLIMIT=128MiB
-	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions,instances"`
+	Steps         []string        `env:"STEPS" envDefault:"ceiling,copier,phasegate,paced,streams,skew,partitions,instances,recovery,lanes"`
 	Profile       bool            `env:"PROFILE" envDefault:"false"`     // CPU and allocation profiles of each phasegate relay
 	RunTimeout    time.Duration   `env:"RUN_TIMEOUT" envDefault:"10m"`   // bound on any one step
 	StallTimeout  time.Duration   `env:"STALL_TIMEOUT" envDefault:"90s"` // a relay with no progress this long fails
@@ -58,12 +58,46 @@ type config struct {
 	PartitionsAge     time.Duration `env:"PARTITIONS_AGE" envDefault:"1h"`                      // how far in the past the input is stamped
 	PhasesPath        string        `env:"PHASES_PATH" envDefault:"/phases?partitions=holding"` // the rows of the partitions holding the watermark (the summary has no rows)
 	PartitionsStreams int           `env:"PARTITIONS_STREAMS_THREADS" envDefault:"2"`           // stream threads of the pass-through there
+	// The heavy row (issue 34 item 1): 1 s phases of ~230,000 records at 512
+	// partitions. "true": after the BENCH_PARTITIONS rows; "only": instead
+	// of them; "false": not run.
+	PartitionsHeavy        string  `env:"PARTITIONS_HEAVY" envDefault:"true"`
+	PartitionsHeavyParts   int     `env:"PARTITIONS_HEAVY_PARTITIONS" envDefault:"512"`
+	PartitionsHeavyRecords int     `env:"PARTITIONS_HEAVY_RECORDS" envDefault:"500000"`
+	PartitionsHeavyRate    float64 `env:"PARTITIONS_HEAVY_RATE" envDefault:"230000"`
 
 	// The instances step (issue 11): 1, 2, 3 sidecars of one group over one input.
 	Instances      []int         `env:"INSTANCES" envDefault:"1,2,3"`
 	InstancesKill  int           `env:"INSTANCES_KILL" envDefault:"2"` // the run of this many instances SIGKILLs and restarts one; 0 none
 	InstancesPhase time.Duration `env:"INSTANCES_PHASE" envDefault:"100ms"`
 	InstancesSize  int           `env:"INSTANCES_SIZE" envDefault:"100"`
+
+	// The recovery step (issue 34 item 2): SIGKILL and restart under paced
+	// input, with one fork partition empty and the default idle timeout.
+	RecoveryInstances []int         `env:"RECOVERY_INSTANCES" envDefault:"1,3"`
+	RecoveryRate      float64       `env:"RECOVERY_RATE" envDefault:"10000"`
+	RecoverySize      int           `env:"RECOVERY_SIZE" envDefault:"100"`
+	RecoveryPhase     time.Duration `env:"RECOVERY_PHASE" envDefault:"1s"`
+	RecoveryWarm      time.Duration `env:"RECOVERY_WARM" envDefault:"12s"`  // producer start → the kill
+	RecoveryDown      time.Duration `env:"RECOVERY_DOWN" envDefault:"1s"`   // the kill → the restart
+	RecoveryAfter     time.Duration `env:"RECOVERY_AFTER" envDefault:"15s"` // the restart → the producer's end
+	RecoveryDrain     time.Duration `env:"RECOVERY_DRAIN" envDefault:"75s"` // bound on the wait for the last records (Streams' session timeout is 45 s)
+	RecoveryRepeat    int           `env:"RECOVERY_REPEAT" envDefault:"1"`
+	RecoveryStreams   []string      `env:"RECOVERY_STREAMS" envDefault:"default,static"` // Kafka Streams variants; "none" for none
+
+	// The lanes step (issue 34 item 3): key routing, 3 instances with 3
+	// tasks against 1 with 1, paced and up front; Streams with 1 and 3.
+	LanesModes    []string      `env:"LANES_MODES" envDefault:"paced,upfront"`
+	LanesRate     float64       `env:"LANES_RATE" envDefault:"20000"` // paced records/s; up front, of event time
+	LanesDuration time.Duration `env:"LANES_DURATION" envDefault:"30s"`
+	LanesRecords  int           `env:"LANES_RECORDS" envDefault:"500000"` // up front
+	LanesPhase    time.Duration `env:"LANES_PHASE" envDefault:"1s"`
+	LanesSize     int           `env:"LANES_SIZE" envDefault:"100"`
+	LanesStreams  bool          `env:"LANES_STREAMS" envDefault:"true"`
+
+	// The skew step's PHASEGATE_TASKS values, alternated in each
+	// repetition (BENCH_REPEAT) when there are several.
+	SkewTasks []int `env:"SKEW_TASKS" envDefault:"1"`
 }
 
 // Sentinel errors of the configuration.
@@ -107,15 +141,62 @@ func (c config) validate() error {
 	}
 	for _, s := range c.Steps {
 		switch s {
-		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions", "instances":
+		case "ceiling", "copier", "phasegate", "paced", "streams", "skew", "partitions", "instances", "recovery", "lanes":
 		default:
-			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions, instances)", errConfig, s)
+			return fmt.Errorf("%w: BENCH_STEPS: unknown step %q (ceiling, copier, phasegate, paced, streams, skew, partitions, instances, recovery, lanes)", errConfig, s)
 		}
 	}
 	if err := c.validateInstances(); err != nil {
 		return err
 	}
+	if err := c.validate34(); err != nil {
+		return err
+	}
 	return c.validateStreams()
+}
+
+// validate34 checks the settings of issue 34's rows: the heavy partitions
+// row, the recovery and lanes steps, the skew step's task counts.
+func (c config) validate34() error {
+	switch c.PartitionsHeavy {
+	case "true", "false", "only", "1", "0":
+	default:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_HEAVY=%q: true, false or only", errConfig, c.PartitionsHeavy)
+	}
+	switch {
+	case c.PartitionsHeavyParts < 2 || c.PartitionsHeavyRecords < 1000 || c.PartitionsHeavyRate <= 0:
+		return fmt.Errorf("%w: BENCH_PARTITIONS_HEAVY_PARTITIONS=%d (at least 2), _RECORDS=%d (at least 1000), _RATE=%g (positive)",
+			errConfig, c.PartitionsHeavyParts, c.PartitionsHeavyRecords, c.PartitionsHeavyRate)
+	case c.RecoveryRate <= 0 || c.RecoverySize < 24 || c.RecoveryPhase < time.Millisecond || c.RecoveryRepeat < 1:
+		return fmt.Errorf("%w: BENCH_RECOVERY_RATE=%g (positive), _SIZE=%d (at least 24: the value starts with slot:seq:), _PHASE=%s, _REPEAT=%d",
+			errConfig, c.RecoveryRate, c.RecoverySize, c.RecoveryPhase, c.RecoveryRepeat)
+	case c.RecoveryWarm < time.Second || c.RecoveryDown < 0 || c.RecoveryAfter < time.Second:
+		return fmt.Errorf("%w: BENCH_RECOVERY_WARM=%s and _AFTER=%s at least 1s, _DOWN=%s not negative", errConfig, c.RecoveryWarm, c.RecoveryAfter, c.RecoveryDown)
+	case c.LanesRate <= 0 || c.LanesSize < 24 || c.LanesPhase < time.Millisecond || c.LanesRecords < 1000 || c.LanesDuration < 2*lanesWarm:
+		return fmt.Errorf("%w: BENCH_LANES_RATE=%g (positive), _SIZE=%d (at least 24), _PHASE=%s, _RECORDS=%d (at least 1000), _DURATION=%s (at least %s)",
+			errConfig, c.LanesRate, c.LanesSize, c.LanesPhase, c.LanesRecords, c.LanesDuration, 2*lanesWarm)
+	}
+	for _, v := range c.RecoveryStreams {
+		if v != "default" && v != "static" && v != "none" {
+			return fmt.Errorf("%w: BENCH_RECOVERY_STREAMS: %q is not default, static or none", errConfig, v)
+		}
+	}
+	for _, n := range c.RecoveryInstances {
+		if n < 1 || n > recoveryOutParts {
+			return fmt.Errorf("%w: BENCH_RECOVERY_INSTANCES: %d is outside 1..%d (the step's tasks)", errConfig, n, recoveryOutParts)
+		}
+	}
+	for _, m := range c.LanesModes {
+		if m != "paced" && m != "upfront" {
+			return fmt.Errorf("%w: BENCH_LANES_MODES: %q is neither paced nor upfront", errConfig, m)
+		}
+	}
+	for _, t := range c.SkewTasks {
+		if t < 1 || t > 3 {
+			return fmt.Errorf("%w: BENCH_SKEW_TASKS: %d is outside 1..3 (the skew input's largest fork has 3 partitions)", errConfig, t)
+		}
+	}
+	return nil
 }
 
 // validateInstances checks the instances step: each count must find a task
@@ -149,8 +230,8 @@ func (c config) step(name string) bool {
 
 // validateStreams checks the settings of the streams and partitions steps.
 func (c config) validateStreams() error {
-	if (c.step("streams") || c.step("partitions")) && c.StreamsClasspath == "" {
-		return fmt.Errorf("%w: BENCH_STREAMS_CLASSPATH is empty: the streams and partitions steps need the pass-through (scripts/bench-streams.sh prints it; bench/run.sh sets it)", errConfig)
+	if (c.step("streams") || c.step("partitions") || c.step("recovery") && !slices.Equal(c.RecoveryStreams, []string{"none"}) || c.step("lanes") && c.LanesStreams) && c.StreamsClasspath == "" {
+		return fmt.Errorf("%w: BENCH_STREAMS_CLASSPATH is empty: the streams, partitions, recovery and lanes steps need the pass-through (scripts/bench-streams.sh prints it; bench/run.sh sets it)", errConfig)
 	}
 	for _, n := range c.StreamsThreads {
 		if n < 1 || n > 64 {

@@ -69,6 +69,18 @@
 // → the fleet's next commit and restart → the restarted instance's own
 // first commit.
 //
+// Issue 34's rows: the partitions step ends with a heavy row (512
+// partitions, ~230,000 records per 1 s phase; BENCH_PARTITIONS_HEAVY) that
+// traces the sidecar's first transactions (txntrace.go); the recovery step
+// SIGKILLs and restarts one of 1 or 3 instances under paced input with an
+// empty fork partition, and the Kafka Streams pass-through likewise
+// (recovery.go); the lanes step relays key-routed input with 3 instances
+// of 3 tasks and 1 of 1, paced and up front, against Streams with 3 and 1
+// instances (lanes.go). Both read their output whole with read_committed
+// while polling its last stable offsets (outwatch.go) and judge it the way
+// a reader does: a phase is complete once every lane marked it (laneview.go).
+// BENCH_SKEW_TASKS alternates the skew relay over PHASEGATE_TASKS values.
+//
 // Before anything is timed, the broker's internal topics are created
 // (FindCoordinator for a group and a transactional ID). ProducerPerformance
 // and each relay run BENCH_REPEAT times and the median run is reported;

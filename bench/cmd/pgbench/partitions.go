@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,6 +15,7 @@ import (
 // Streams pass-through on the same topics.
 type partitionsRun struct {
 	Total    int
+	Heavy    bool // the heavy-phase row (issue 34 item 1): its rate fills a phase with ~230,000 records
 	Forks    [2]int32
 	OutParts int32
 	Records  int
@@ -47,12 +49,15 @@ func partitionsLayout(total int) (a, b, out int32) {
 // the Kafka Streams pass-through (BENCH_PARTITIONS_STREAMS_THREADS threads)
 // and with the sarama floor (floors), then deletes the row's topics so the
 // next row meets a light broker.
-func (r *runner) partitions(ctx context.Context, total, records int, rate float64) *partitionsRun {
+func (r *runner) partitions(ctx context.Context, total, records int, rate float64, heavy bool) *partitionsRun {
 	c := r.cfg
 	a, b, out := partitionsLayout(total)
-	pr := &partitionsRun{Total: total, Forks: [2]int32{a, b}, OutParts: out, Records: records, Size: c.PartitionsSize}
+	pr := &partitionsRun{Total: total, Heavy: heavy, Forks: [2]int32{a, b}, OutParts: out, Records: records, Size: c.PartitionsSize}
 	pr.Rate = rate
 	name := fmt.Sprintf("%s-parts-%d", r.tag, total)
+	if heavy {
+		name += "h"
+	}
 	spec := inputSpec{
 		Topics:  []topicSpec{{name + "-a", a}, {name + "-b", b}},
 		Records: records, Size: c.PartitionsSize, Rate: pr.Rate, Trailer: trailerGap, Keys: c.PartitionsKeys,
@@ -82,13 +87,17 @@ func (r *runner) partitions(ctx context.Context, total, records int, rate float6
 	}
 	pr.FillS = f.Seconds
 	r.log.Info("partitions input written", "partitions", total, "records", records, "empty_partitions", pr.Empty, "seconds", f.Seconds)
-	in := relayInput{Topics: topics, Records: records, LastMs: f.LastMs, OutParts: out, Watch: true}
+	in := relayInput{Topics: topics, Records: records, LastMs: f.LastMs, OutParts: out, Watch: true, TraceTxns: heavy}
 	env := sidecarEnv{PhaseLength: c.PartitionsPhase, Pprof: c.Profile, Extra: []string{"PHASEGATE_IDLE_TIMEOUT=" + c.PartitionsIdle.String()}}
-	pr.Relay = r.relay(ctx, fmt.Sprintf("parts-%d-relay", total), in, c.PartitionsSize, env)
-	if ctx.Err() == nil {
-		pr.Streams = r.streamsRelay(ctx, fmt.Sprintf("parts-%d-streams", total), in, c.PartitionsSize, c.PartitionsStreams)
+	label := strconv.Itoa(total)
+	if heavy {
+		label += "h"
 	}
-	if pr.Relay != nil && pr.Relay.MaxBuffer > 0 {
+	pr.Relay = r.relay(ctx, fmt.Sprintf("parts-%s-relay", label), in, c.PartitionsSize, env)
+	if ctx.Err() == nil {
+		pr.Streams = r.streamsRelay(ctx, fmt.Sprintf("parts-%s-streams", label), in, c.PartitionsSize, c.PartitionsStreams)
+	}
+	if pr.Relay != nil && pr.Relay.MaxBuffer > 0 && !heavy { // the heavy row compares with Streams only
 		pr.Floors = r.floors(ctx, name, in, pr.Relay.MaxBuffer, total)
 	}
 	return pr

@@ -42,6 +42,10 @@ type relayResult struct {
 	Err          error // the run itself
 	Profiles     []string
 	Runs         []float64 // records/s of every repetition (0: failed); this is the median
+	Txn          *txnTrace // the first transactions one by one (relayInput.TraceTxns)
+	Markers      float64   // phasegate_markers_out_total
+	Streamed     float64   // phasegate_streamed_records_total
+	Reports      int64     // records on the watermark topic (<group>.watermarks) at the end
 }
 
 // ok reports whether the run finished and its output verified.
@@ -61,6 +65,9 @@ type relayInput struct {
 	LastMs   int64
 	OutParts int32 // partitions of each output topic; 0: outputPartitions
 	Watch    bool  // poll /phases for starving watermark holders
+	// TraceTxns follows the sidecar's first transactions one by one
+	// (txntrace.go) and reads its log for the slow-transaction warning.
+	TraceTxns bool
 }
 
 func (in relayInput) outParts() int32 {
@@ -127,6 +134,12 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 			res.Starve = &st
 		})
 	}
+	var traceWG sync.WaitGroup
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	defer func() { stopTrace(); traceWG.Wait() }()
+	if in.TraceTxns {
+		traceWG.Go(func() { res.Txn = traceTxns(traceCtx, sc) })
+	}
 	if err := r.awaitRelayed(ctx, sc, res, in.Topics, e.Group, flowing); err != nil {
 		res.Err = err
 		return res
@@ -138,6 +151,8 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	}
 	stopWatch()
 	watchWG.Wait()
+	stopTrace()
+	traceWG.Wait()
 	res.Seconds = seen.Sub(sc.p.started).Seconds()
 	if !res.firstAt.IsZero() && seen.After(res.firstAt) {
 		res.Steady = (float64(in.Records) - float64(res.firstOffsets)) / seen.Sub(res.firstAt).Seconds()
@@ -152,6 +167,13 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 		res.PausedS = m["phasegate_paused_seconds_total"]
 		res.Rewinds = m["phasegate_rewinds_total"]
 		res.Fallbacks = m["phasegate_stream_fallbacks_total"]
+		res.Markers = m["phasegate_markers_out_total"]
+		res.Streamed = m["phasegate_streamed_records_total"]
+	}
+	res.Reports = topicEnd(ctx, r.cfg.Brokers, e.Group+".watermarks")
+	if res.Txn != nil {
+		text, _ := sc.get(ctx, "/metrics?name[]=phasegate_transaction_duration_seconds")
+		res.Txn.finish(string(text), sc.p.log.Name(), txnTimeout(e.Extra))
 	}
 	if st, err := sc.phases(ctx); err == nil {
 		res.PeakBuffered, res.MaxBuffer = st.PeakBufferedBytes, st.MaxBufferBytes

@@ -106,7 +106,10 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 	b.WriteString("| input partitions (fork A + B) | output partitions | records | empty input partitions | run | records/s incl. start-up | steady records/s | first output s | CPU s / M records | broker CPU s / M records | peak RSS MiB | longest starvation of a watermark holder with lag, s | notes |\n")
 	b.WriteString("|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, p := range s.Partitions {
-		lead := fmt.Sprintf("| %d (%d + %d) | %d | %s | %d", p.Total, p.Forks[0], p.Forks[1], p.OutParts, thousands(float64(p.Records)), p.Empty)
+		lead := fmt.Sprintf("| %s (%d + %d) | %d | %s | %d", p.label(), p.Forks[0], p.Forks[1], p.OutParts, thousands(float64(p.Records)), p.Empty)
+		if p.Heavy {
+			lead = fmt.Sprintf("| %s (%d + %d), heavy: %s records/s of event time | %d | %s | %d", p.label(), p.Forks[0], p.Forks[1], thousands(p.Rate), p.OutParts, thousands(float64(p.Records)), p.Empty)
+		}
 		if p.Err != nil {
 			fmt.Fprintf(b, "%s | - | failed%s | %s |\n", lead, emptyCells, oneLine(p.Err))
 			continue
@@ -187,7 +190,7 @@ func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 		if p.Relay.ok() && fl.ok() {
 			cpu = fmt.Sprintf("%.1f", (p.Relay.CPU/float64(p.Relay.Records)-fl.CPU/float64(fl.Records))*1e6)
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", p.Total, pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first,
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.label(), pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first,
 			ratio(fl.rate(), floorBase), ratio(p.Relay.rate(), fl.rate()), cpu)
 	}
 	b.WriteString("\n")
@@ -274,16 +277,16 @@ func renderTargets12And15(b *strings.Builder, c config, s *suiteResult) {
 		if p.Relay == nil || p.Total < 8 {
 			continue
 		}
-		steady = append(steady, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), base, 0.8)))
+		steady = append(steady, fmt.Sprintf("%s: %s", p.label(), verdict(p.Relay.Steady*boolf(p.Relay.ok()), base, 0.8)))
 		if p.Streams != nil {
-			vsStreams = append(vsStreams, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.Steady*boolf(p.Relay.ok()), p.Streams.Steady*boolf(p.Streams.ok()), 1.5)))
-			startup = append(startup, fmt.Sprintf("%d: %s", p.Total, verdict(p.Relay.rate(), p.Streams.rate(), 1)))
+			vsStreams = append(vsStreams, fmt.Sprintf("%s: %s", p.label(), verdict(p.Relay.Steady*boolf(p.Relay.ok()), p.Streams.Steady*boolf(p.Streams.ok()), 1.5)))
+			startup = append(startup, fmt.Sprintf("%s: %s", p.label(), verdict(p.Relay.rate(), p.Streams.rate(), 1)))
 			if p.Relay.FirstS > 0 && p.Streams.FirstS > 0 {
-				firstOut = append(firstOut, fmt.Sprintf("%d: %.1f s against %.1f s, %s", p.Total, p.Relay.FirstS, p.Streams.FirstS, mark(p.Relay.FirstS <= 2*p.Streams.FirstS)))
+				firstOut = append(firstOut, fmt.Sprintf("%s: %.1f s against %.1f s, %s", p.label(), p.Relay.FirstS, p.Streams.FirstS, mark(p.Relay.FirstS <= 2*p.Streams.FirstS)))
 			}
 		}
 		if st := p.Relay.Starve; st != nil && st.Note == "" && st.Samples > 0 {
-			starve = append(starve, fmt.Sprintf("%d: %.1f s, %s", p.Total, st.MaxS, mark(st.MaxS <= 1)))
+			starve = append(starve, fmt.Sprintf("%s: %.1f s, %s", p.label(), st.MaxS, mark(st.MaxS <= 1)))
 		}
 	}
 	b.WriteString("\n## Targets of issues 12 and 15 (ratios of this run)\n\n| target | where it stands |\n|---|---|\n")

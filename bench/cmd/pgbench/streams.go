@@ -52,7 +52,34 @@ type streamsApp struct {
 	p        *proc
 	mu       sync.Mutex
 	running  time.Time // first "state RUNNING" line
+	state    string    // the latest state printed ("RUNNING", "REBALANCING", ...)
+	states   []stateAt // every state printed, in order
 	stateDir string
+}
+
+// stateAt is a state the JVM printed and when.
+type stateAt struct {
+	state string
+	at    time.Time
+}
+
+// runningAfter is the first "state RUNNING" printed after t.
+func (a *streamsApp) runningAfter(t time.Time) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.states {
+		if s.state == "RUNNING" && s.at.After(t) {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// current is the latest state the JVM printed, "" before the first.
+func (a *streamsApp) current() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state
 }
 
 func (a *streamsApp) runningAt() time.Time {
@@ -62,24 +89,35 @@ func (a *streamsApp) runningAt() time.Time {
 }
 
 // startStreams execs the pass-through with its application ID app (also
-// its consumer group and the prefix of its transactional IDs).
-func (r *runner) startStreams(app string, inputs []string, output string, threads int) (*streamsApp, error) {
-	a := &streamsApp{stateDir: filepath.Join(r.cfg.WorkDir, app+".state")}
+// its consumer group and the prefix of its transactional IDs); name names
+// its log and state directory (app, or one instance of several of one app;
+// a restart with the same name finds its state directory again).
+// A non-empty instanceID makes it a static member of its group
+// (group.instance.id).
+func (r *runner) startStreams(app, name string, inputs []string, output string, threads int, instanceID string) (*streamsApp, error) {
+	a := &streamsApp{stateDir: filepath.Join(r.cfg.WorkDir, name+".state")}
 	args := append([]string{}, r.cfg.StreamsJVM...)
 	args = append(args, "-cp", r.cfg.StreamsClasspath, streamsMain,
 		strings.Join(r.cfg.Brokers, ","), app, strings.Join(inputs, ","), output, strconv.Itoa(threads), a.stateDir)
+	if instanceID != "" {
+		args = append(args, instanceID)
+	}
 	java := "java"
 	if h := os.Getenv("JAVA_HOME"); h != "" {
 		java = filepath.Join(h, "bin", "java")
 	}
-	p, err := startProc(java, args, nil, filepath.Join(r.cfg.WorkDir, app+".log"), func(line string, at time.Time) {
-		if strings.TrimSpace(line) == "state RUNNING" {
-			a.mu.Lock()
-			if a.running.IsZero() {
-				a.running = at
-			}
-			a.mu.Unlock()
+	p, err := startProc(java, args, nil, filepath.Join(r.cfg.WorkDir, name+".log"), func(line string, at time.Time) {
+		st, ok := strings.CutPrefix(strings.TrimSpace(line), "state ")
+		if !ok {
+			return
 		}
+		a.mu.Lock()
+		a.state = st
+		a.states = append(a.states, stateAt{st, at})
+		if st == "RUNNING" && a.running.IsZero() {
+			a.running = at
+		}
+		a.mu.Unlock()
 	})
 	if err != nil {
 		return nil, err
@@ -140,7 +178,7 @@ func (r *runner) streamsRelay(ctx context.Context, name string, in relayInput, s
 	}
 	res.InOffsets = sumOffsets(ends)
 	broker0 := r.brokerCPU()
-	a, err := r.startStreams(app, in.Topics, out, threads)
+	a, err := r.startStreams(app, app, in.Topics, out, threads, "")
 	if err != nil {
 		res.Err = err
 		return res

@@ -77,7 +77,7 @@ func (r *runner) streamsPaced(ctx context.Context, name string, size, threads in
 		res.Err = err
 		return res
 	}
-	sa, err := r.startStreams(app, []string{a.Name, b.Name}, out.Name, threads)
+	sa, err := r.startStreams(app, app, []string{a.Name, b.Name}, out.Name, threads, "")
 	if err != nil {
 		res.Err = err
 		return res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -35,6 +36,11 @@ type suiteResult struct {
 	SkewErr        string
 	Partitions     []*partitionsRun
 	Instances      []*instancesRun
+	Recovery       []*recoveryRun
+	Lanes          []*lanesRun
+	// SkewRuns are the skew relays by BENCH_SKEW_TASKS (median of
+	// BENCH_REPEAT each), when more than one task count ran.
+	SkewRuns []*relayResult
 }
 
 // fallbackRate stamps the input when the ceiling did not run and
@@ -65,15 +71,25 @@ func (r *runner) suite(ctx context.Context) *suiteResult {
 		r.skew(ctx, res)
 	}
 	if r.cfg.step("partitions") {
+		heavy := r.cfg.PartitionsHeavy
 		for i, n := range r.cfg.Partitions {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || heavy == "only" {
 				break
 			}
-			res.Partitions = append(res.Partitions, r.partitions(ctx, n, r.cfg.partitionsRecords(i), r.cfg.PartitionsRate))
+			res.Partitions = append(res.Partitions, r.partitions(ctx, n, r.cfg.partitionsRecords(i), r.cfg.PartitionsRate, false))
+		}
+		if (heavy == "true" || heavy == "1" || heavy == "only") && ctx.Err() == nil {
+			res.Partitions = append(res.Partitions, r.partitions(ctx, r.cfg.PartitionsHeavyParts, r.cfg.PartitionsHeavyRecords, r.cfg.PartitionsHeavyRate, true))
 		}
 	}
 	if r.cfg.step("instances") && ctx.Err() == nil {
 		res.Instances = r.instances(ctx)
+	}
+	if r.cfg.step("recovery") && ctx.Err() == nil {
+		res.Recovery = r.recovery(ctx)
+	}
+	if r.cfg.step("lanes") && ctx.Err() == nil {
+		res.Lanes = r.lanes(ctx)
 	}
 	res.Ended = time.Now()
 	return res
@@ -310,7 +326,30 @@ func (r *runner) skew(ctx context.Context, res *suiteResult) {
 		return
 	}
 	in := relayInput{Topics: []string{a, b}, Records: n, LastMs: f.LastMs}
-	res.Skew = r.relay(ctx, "skew", in, size, sidecarEnv{PhaseLength: r.cfg.SkewPhase, MaxBuffer: r.cfg.SkewBuffer, Routing: "key", Pprof: r.cfg.Profile})
+	e := sidecarEnv{PhaseLength: r.cfg.SkewPhase, MaxBuffer: r.cfg.SkewBuffer, Routing: "key", Pprof: r.cfg.Profile}
+	if len(r.cfg.SkewTasks) == 1 && r.cfg.SkewTasks[0] == 1 {
+		res.Skew = r.relay(ctx, "skew", in, size, e)
+		return
+	}
+	// Several task counts (issue 34 item 3: 3 tasks ran at half the rate
+	// of 1): each repetition runs every count in turn, so all meet the same
+	// load; profiles in the first repetition only.
+	runs := make([][]*relayResult, len(r.cfg.SkewTasks))
+	for i := range r.cfg.Repeat {
+		for j, t := range r.cfg.SkewTasks {
+			if ctx.Err() != nil {
+				break
+			}
+			et := e
+			et.Pprof = r.cfg.Profile && i == 0
+			et.Extra = []string{"PHASEGATE_TASKS=" + strconv.Itoa(t)}
+			runs[j] = append(runs[j], r.relay(ctx, fmt.Sprintf("skew-t%d-r%d", t, i+1), in, size, et))
+		}
+	}
+	for j := range r.cfg.SkewTasks {
+		res.SkewRuns = append(res.SkewRuns, median(runs[j]))
+	}
+	res.Skew = res.SkewRuns[0]
 }
 
 // producerRuns runs ProducerPerformance BENCH_REPEAT times into topic and

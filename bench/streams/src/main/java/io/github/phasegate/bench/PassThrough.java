@@ -18,7 +18,11 @@ import org.apache.kafka.streams.kstream.Produced;
  * processing.guarantee=exactly_once_v2 and commit.interval.ms=100. Keys,
  * values and timestamps are copied unchanged (byte arrays, no decoding).
  *
- * <p>Usage: PassThrough BOOTSTRAP APPLICATION_ID INPUT[,INPUT...] OUTPUT THREADS STATE_DIR
+ * <p>Usage: PassThrough BOOTSTRAP APPLICATION_ID INPUT[,INPUT...] OUTPUT THREADS STATE_DIR [INSTANCE_ID]
+ *
+ * <p>INSTANCE_ID, when given and not empty, makes the instance a static member of its group
+ * (group.instance.id, KIP-345): restarted within the session timeout, it gets its tasks back
+ * without a rebalance.
  *
  * <p>It prints "state RUNNING" (and every other state change) on stdout, and
  * runs until SIGTERM, when it closes within 30 s. Exit status 2 on bad
@@ -28,9 +32,10 @@ public final class PassThrough {
   private PassThrough() {}
 
   public static void main(String[] args) throws InterruptedException {
-    if (args.length != 6) {
+    if (args.length != 6 && args.length != 7) {
       System.err.println(
-          "usage: PassThrough BOOTSTRAP APPLICATION_ID INPUT[,INPUT...] OUTPUT THREADS STATE_DIR");
+          "usage: PassThrough BOOTSTRAP APPLICATION_ID INPUT[,INPUT...] OUTPUT THREADS STATE_DIR"
+              + " [INSTANCE_ID]");
       System.exit(2);
     }
     int threads;
@@ -53,6 +58,9 @@ public final class PassThrough {
     p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, threads);
     p.put(StreamsConfig.STATE_DIR_CONFIG, args[5]);
     p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+    if (args.length == 7 && !args[6].isEmpty()) {
+      p.put(StreamsConfig.mainConsumerPrefix("group.instance.id"), args[6]);
+    }
 
     StreamsBuilder b = new StreamsBuilder();
     b.stream(inputs, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()))
