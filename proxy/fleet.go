@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/phasegate/phasegate/fleet"
+	"github.com/phasegate/phasegate/internal/topicread"
 	"github.com/phasegate/phasegate/tasks"
 	"github.com/phasegate/phasegate/watermarks"
 )
@@ -96,14 +98,55 @@ func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin
 		return nil, fmt.Errorf("connect to the watermark topic: %w", err)
 	}
 	r := &reportIO{topic: cfg.WatermarkTopic, client: client}
-	if r.prod, err = sarama.NewAsyncProducerFromClient(client); err == nil {
-		r.cons, err = sarama.NewConsumerFromClient(client)
+	if err = probeReports(k, cfg, client); err == nil {
+		if r.prod, err = sarama.NewAsyncProducerFromClient(client); err == nil {
+			r.cons, err = sarama.NewConsumerFromClient(client)
+		}
 	}
 	if err != nil {
 		_ = r.close()
-		return nil, fmt.Errorf("watermark topic %s: %w", cfg.WatermarkTopic, err)
+		return nil, fmt.Errorf("watermark topic %s (PHASEGATE_WATERMARK_TOPIC): %w", cfg.WatermarkTopic, err)
 	}
 	return r, nil
+}
+
+// probeReports proves, before anything is consumed, that this principal
+// may write and read the watermark topic: it writes a tombstone whose key
+// is no task ID ("probe:" and the transactional ID; readers ignore it,
+// compaction drops it) and reads it back. Without the proof a missing
+// ACL showed only once transactions had committed (e2e/cluster's ACL
+// test: 1,800 of 2,000 records before the instance stopped).
+func probeReports(k Kafka, cfg Config, client sarama.Client) error {
+	pc := k.reportConfig()
+	pc.Producer.Return.Successes = true
+	sp, err := sarama.NewSyncProducer(k.Brokers, pc)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sp.Close() }()
+	_, off, err := sp.SendMessage(&sarama.ProducerMessage{Topic: cfg.WatermarkTopic, Partition: 0, Key: sarama.StringEncoder("probe:" + cfg.TransactionalID)})
+	if err != nil {
+		return reportsProbeError("WRITE", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr := topicread.New(client, cfg.WatermarkTopic)
+	tr.Add(0, off, off+1)
+	for !tr.Finished() {
+		if err := tr.Fetch(ctx, nil, func(topicread.Record) {}); err != nil {
+			return reportsProbeError("READ", err)
+		}
+	}
+	return nil
+}
+
+// reportsProbeError says which ACL of the watermark topic is missing, when
+// that is the cause.
+func reportsProbeError(op string, err error) error {
+	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		return fmt.Errorf("%w: %s: grant this principal READ, WRITE and DESCRIBE_CONFIGS on it (docs/SECURITY.md): %v", errNotAuthorized, op, err)
+	}
+	return fmt.Errorf("%s at start: %w", strings.ToLower(op), err)
 }
 
 // errReportTopic: an existing watermark topic that is not one compacted
@@ -258,6 +301,14 @@ func (p *Pipeline) followReports(ctx context.Context, r *reportIO, warn *logLimi
 // instance's reports of its current generation are skipped: share applies
 // them as it writes them, and the copy read back is older.
 func (p *Pipeline) applyReport(rec fleetRecord) {
+	if rec.value == nil {
+		// A tombstone withdraws its task's report; one whose key is no
+		// task ID (an instance's start-up probe) means nothing.
+		if task, err := fleet.DecodeKey(rec.key); err == nil {
+			p.view.Forget(task)
+		}
+		return
+	}
 	rep, ok, err := fleet.DecodeReport(rec.key, rec.value)
 	switch {
 	case err != nil:
