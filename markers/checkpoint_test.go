@@ -105,6 +105,12 @@ func checkpointCases() []checkpointCase {
 			start: Checkpoint{100, "hello"}, recs: []Record{d(5, "b"), mk(5, 2)},
 			skipped: []Skip{{5, 1}}, checkpoint: &Checkpoint{102, meta(5)}},
 
+		{name: "C4 at the end, phases waiting on a writer with no marker since the start are skipped, not missing",
+			start: Checkpoint{100, ""}, recs: []Record{dt(5, "a", 1), mt(5, 1, 1, 2), dt(6, "b", 1), mt(6, 1, 1, 2)}, end: true,
+			skipped: []Skip{{5, 1}, {6, 1}}},
+		{name: "C4 at the end, a phase it could prove but some writer never marked is missing",
+			start: Checkpoint{100, ""}, recs: []Record{mt(4, 0, 0, 2), mt(4, 0, 1, 2), dt(5, "a", 0), mt(5, 1, 0, 2)}, end: true,
+			phases: []vectorPhase{ph(4)}, violate: []vectorViol{{"missing-marker", 103}}, checkpoint: &Checkpoint{104, meta(4)}},
 		{name: "C5 no checkpoint before every writer has a marker read",
 			start: Checkpoint{100, ""}, recs: []Record{dt(5, "a", 0), mt(5, 1, 0, 2)}},
 		{name: "C5 no checkpoint while a skipped phase is below the highest first proven phase",

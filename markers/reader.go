@@ -189,8 +189,10 @@ func (r *Reader) Next() *Phase {
 // End is called after the partition's last record. Data of a phase whose
 // marker never came, and on a partition with several writers every phase
 // not complete, is a MissingMarker violation and is discarded, as if it had
-// never been read; a second End returns nil. Feed may be called again after
-// End.
+// never been read; but a reader that started without a checkpoint
+// (NewReaderAt, rule C4) reports a phase it could never prove whole as
+// skipped (Skipped) instead. A second End returns nil. Feed may be called
+// again after End.
 func (r *Reader) End() error {
 	if r.kind == kindSeveral {
 		r.endSeveral()

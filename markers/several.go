@@ -127,7 +127,8 @@ func weakness(s SealedBy) int {
 
 // endSeveral applies End to a partition with several writers: a lane's
 // data without its marker, and every marked phase some writer never
-// reached, are MissingMarker and discarded (M5, M8).
+// reached, are MissingMarker and discarded (M5, M8), except that a reader
+// proving phases (C4) skips the phases it could not prove whole.
 func (r *Reader) endSeveral() {
 	tasks := slices.Sorted(maps.Keys(r.lanes))
 	for _, task := range tasks {
@@ -160,8 +161,17 @@ func (r *Reader) endSeveral() {
 		clear(l.done)
 		l.done = l.done[:0]
 	}
+	wholeFrom := r.wholeFrom()
 	for _, id := range slices.Sorted(maps.Keys(incomplete)) {
 		o := incomplete[id]
+		if r.proving && id < wholeFrom {
+			// C4: a phase this reader could never prove whole (a writer
+			// has no marker since the start, or its first one is later):
+			// skipped, not missing.
+			r.done, r.hasDone = id, true
+			r.skips = append(r.skips, Skip{Phase: id, Records: int(o.got)})
+			continue
+		}
 		var missing []int32
 		for task := range r.writers {
 			if l := r.lanes[task]; (l == nil || !l.lastOK || l.last < id) && !slices.Contains(o.marked, task) {
