@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -109,7 +110,15 @@ func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) e
 			return nil
 		}
 		for _, fe := range fetches.Errors() {
-			if fe.Err != context.DeadlineExceeded {
+			var gs *kgo.ErrGroupSession
+			switch {
+			case fe.Err == context.DeadlineExceeded:
+			case errors.As(fe.Err, &gs):
+				// The group session failed (NOT_COORDINATOR, a rebalance):
+				// kgo rejoins by itself, and the revoke callbacks dropped
+				// the readers of what it lost.
+				fmt.Fprintf(os.Stderr, "join: %v; rejoining\n", fe.Err)
+			default:
 				return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
 			}
 		}
@@ -138,7 +147,29 @@ func (j *Join) Run(ctx context.Context, brokers []string, topic, group string) e
 		if n > 0 {
 			last = time.Now()
 		} else if j.Idle > 0 && time.Since(last) > j.Idle {
+			j.end()
 			return nil
+		}
+	}
+}
+
+// end ends every partition's reader at an idle exit, the end of the input
+// as far as this run goes (markers.Reader.End): a reader that started
+// without a checkpoint reports the phases it could never prove as
+// skipped (MARKERS.md rule C4), and what no writer completed is reported
+// as a violation. Nothing is committed.
+func (j *Join) end() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, p := range slices.Sorted(maps.Keys(j.readers)) {
+		rd := j.readers[p]
+		for _, v := range markers.Violations(rd.End()) {
+			j.Violations++
+			fmt.Fprintf(j.Out, "VIOLATION partition=%d: %v\n", p, v)
+		}
+		for _, s := range rd.Skipped() {
+			j.Skipped++
+			fmt.Fprintf(j.Out, "skipped phase=%d partition=%d records=%d\n", s.Phase, p, s.Records)
 		}
 	}
 }

@@ -319,6 +319,49 @@ func TestJoinWithoutMetadataSkipsWhatItCannotProve(t *testing.T) {
 	}
 }
 
+// A join started by hand, without metadata, after lane 0's last marker
+// (offset 8) of a finished output: lane 0 never marks again, so no phase
+// completes; at its idle exit the join reports phases 5 to 8 skipped
+// (lane 1's record of each discarded) instead of leaving them unreported
+// (MARKERS.md rule C4, at the end of the input).
+func TestJoinAtItsIdleExitSkipsWhatItCouldNeverProve(t *testing.T) {
+	c, err := kafkatest.Kfake(map[string]int32{"aligned": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	lanes(t, brokers)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "aligned", Partition: 0, At: 8, LeaderEpoch: -1})
+	resp, err := kadm.NewClient(cl).CommitOffsets(context.Background(), "late", offs)
+	cl.Close()
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	j := &Join{Left: "orders", Right: "payments", Out: &out, Idle: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := j.Run(ctx, brokers, "aligned", "late"); err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for ph := 5; ph <= 8; ph++ {
+		want += fmt.Sprintf("skipped phase=%d partition=0 records=1\n", ph)
+	}
+	if out.String() != want || j.Violations != 0 || j.Skipped != 4 {
+		t.Fatalf("printed\n%swant\n%s", out.String(), want)
+	}
+}
+
 // A group the Python reader committed to carries its checkpoint with the
 // C string terminator confluent-kafka appends ({"phasegate":1,"done":5}
 // and a NUL byte): the join still reads it as checkpoint metadata and
