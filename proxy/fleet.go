@@ -80,14 +80,13 @@ func dialReports(k Kafka, cfg Config, c sarama.Client, admin sarama.ClusterAdmin
 			ConfigEntries: map[string]*string{"cleanup.policy": &compact},
 		}, false)
 		switch {
-		case err == nil:
-		case errors.Is(err, sarama.ErrTopicAlreadyExists): // created meanwhile, by another instance
-			meta, err = describeTopic(admin, cfg.WatermarkTopic)
+		case err == nil, errors.Is(err, sarama.ErrTopicAlreadyExists): // created by this instance or another
+			meta, err = awaitTopic(admin, cfg.WatermarkTopic)
 		default:
 			err = fmt.Errorf("watermark topic %s does not exist and cannot be created: %w (create it with one partition and cleanup.policy=compact, grant this principal CREATE on it, or set PHASEGATE_WATERMARK_TOPIC to an existing one)", cfg.WatermarkTopic, err)
 		}
 	}
-	if err == nil && meta != nil {
+	if err == nil {
 		err = checkReportTopic(cfg.WatermarkTopic, meta, admin)
 	}
 	if err != nil {
@@ -166,10 +165,44 @@ func describeTopic(admin sarama.ClusterAdmin, topic string) (*sarama.TopicMetada
 		return nil, fmt.Errorf("describe topic %s: %d topics in the answer", topic, len(meta))
 	case errors.Is(meta[0].Err, sarama.ErrUnknownTopicOrPartition):
 		return nil, nil
+	case errors.Is(meta[0].Err, sarama.ErrLeaderNotAvailable):
+		return meta[0], nil // it exists; awaitTopic waits for its leader
 	case !errors.Is(meta[0].Err, sarama.ErrNoError):
 		return nil, fmt.Errorf("describe topic %s: %w", topic, meta[0].Err)
 	}
 	return meta[0], nil
+}
+
+// awaitTopic describes a topic just created, by this instance or one
+// starting at the same moment, until the broker lists it with a leader for
+// every partition (at most 30 s): right after a create it may not (e2e
+// TestSimultaneousStart: 33 exits in 35 failing rounds of three
+// simultaneous starts, UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE).
+func awaitTopic(admin sarama.ClusterAdmin, topic string) (*sarama.TopicMetadata, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		meta, err := describeTopic(admin, topic)
+		if err == nil && meta != nil && hasLeaders(meta) {
+			return meta, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New("no leader for every partition yet")
+			}
+			return nil, fmt.Errorf("topic %s was created but is not ready after 30 s: %w", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// hasLeaders reports whether every partition of meta has a leader.
+func hasLeaders(meta *sarama.TopicMetadata) bool {
+	for _, p := range meta.Partitions {
+		if !errors.Is(p.Err, sarama.ErrNoError) || p.Leader < 0 {
+			return false
+		}
+	}
+	return len(meta.Partitions) > 0
 }
 
 // checkReportTopic refuses an existing watermark topic of another shape.
