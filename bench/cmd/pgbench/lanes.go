@@ -136,6 +136,14 @@ func (r *runner) lanesOnce(ctx context.Context, mode, who string, k, tasks int) 
 		return res
 	}
 	defer w.stop()
+	var reps *reportWatch
+	if who == "phasegate" {
+		if reps, err = watchReports(ctx, c.Brokers, name+".watermarks"); err != nil {
+			res.Err = err
+			return res
+		}
+		defer reps.stop()
+	}
 	var from, to time.Time // the timed window
 	var done func([]markEv, []dataEv) bool
 	var want []int64
@@ -196,6 +204,9 @@ func (r *runner) lanesOnce(ctx context.Context, mode, who string, k, tasks int) 
 		res.Stats = r.fleetStats(ctx, scs, name+".watermarks")
 	}
 	w.stop()
+	if reps != nil {
+		reps.stop()
+	}
 	marks, data, _ := w.snapshot()
 	if mode == "upfront" {
 		to = finished
@@ -204,7 +215,7 @@ func (r *runner) lanesOnce(ctx context.Context, mode, who string, k, tasks int) 
 	} else {
 		res.Seq = checkSeqs(data, want)
 	}
-	analyseLanes(res, w, marks, data, from, to, c.LanesPhase, mode == "paced")
+	analyseLanes(res, w, reps, marks, data, from, to, c.LanesPhase, mode == "paced")
 	if err := dumpMarkers(filepath.Join(c.WorkDir, name+".markers.tsv"), w, marks); err != nil {
 		r.log.Warn("writing the markers' table", "err", err)
 	}
@@ -270,7 +281,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // analyseLanes fills res's latencies and spread from the output read.
-func analyseLanes(res *lanesRun, w *outWatch, marks []markEv, data []dataEv, from, to time.Time, phase time.Duration, paced bool) {
+func analyseLanes(res *lanesRun, w *outWatch, reps *reportWatch, marks []markEv, data []dataEv, from, to time.Time, phase time.Duration, paced bool) {
 	v := newLaneView(marks, data, w.visible)
 	var rec []float64
 	for _, d := range data {
@@ -294,13 +305,19 @@ func analyseLanes(res *lanesRun, w *outWatch, marks []markEv, data []dataEv, fro
 	if len(marks) == 0 {
 		return
 	}
-	lo, hi := uint64(0), uint64(math.MaxUint64)
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, m := range marks {
+		lo, hi = min(lo, m.phase), max(hi, m.phase)
+	}
 	if paced {
 		lo = uint64(from.UnixMilli()/phase.Milliseconds()) + 1
 		hi = uint64(to.UnixMilli() / phase.Milliseconds())
 	}
 	endMs, sealMs := v.phaseLatencies(lo, hi, phase)
 	res.Split = v.phaseSplit(lo, hi, phase)
+	if reps != nil && hi >= lo && hi-lo < 1e6 {
+		res.Split.reportSplit(reps.passedAt(lo, hi), marks, phase)
+	}
 	res.Phases = len(sealMs)
 	if paced {
 		res.EndP50, res.EndP99 = percentile(endMs, 50), percentile(endMs, 99)

@@ -295,6 +295,34 @@ func (v *laneView) phaseLatencies(lo, hi uint64, phase time.Duration) (endMs, se
 type phaseSplit struct {
 	EndSeal, SealComplete, SealSpread []float64 // ms
 	OnePoll, N                        int
+	// From the watermark topic: phase end → the last task's report past
+	// the phase (per phase), and that report → each lane's seal (per
+	// phase and lane; the seal is the lane's marker's record timestamp).
+	EndReport, ReportSeal []float64
+}
+
+// reportSplit fills EndReport and ReportSeal from passed (phase → the last
+// task's report past it) and the markers' seal times.
+func (s *phaseSplit) reportSplit(passed map[uint64]time.Time, marks []markEv, phase time.Duration) {
+	type key struct {
+		phase uint64
+		lane  int32
+	}
+	sealed := map[key]time.Time{}
+	for _, m := range marks {
+		k := key{m.phase, m.lane}
+		if t, ok := sealed[k]; !ok || m.sealed.Before(t) {
+			sealed[k] = m.sealed
+		}
+	}
+	for n, at := range passed {
+		s.EndReport = append(s.EndReport, ms(at.Sub(time.UnixMilli(int64(n+1)*phase.Milliseconds()))))
+	}
+	for k, t := range sealed {
+		if at, ok := passed[k.phase]; ok {
+			s.ReportSeal = append(s.ReportSeal, ms(t.Sub(at)))
+		}
+	}
 }
 
 func (v *laneView) phaseSplit(lo, hi uint64, phase time.Duration) phaseSplit {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/phasegate/phasegate/fleet"
 )
 
 // t0 is the base of the lane tests' clocks.
@@ -185,5 +187,27 @@ phasegate_transaction_duration_seconds_count{result="committed"} 4
 				t.Errorf("finish: longest %v (bound %v), total %v; want %v (%v), 4", tr.LongestS, tr.LongestUp, tr.Total, tc.want, tc.up)
 			}
 		})
+	}
+}
+
+func TestReportSplit(t *testing.T) {
+	// Phases end at (n+1) s. Task 0 passes phase 2 at 3.2 s, task 1 at
+	// 3.5 s; task 1 turns idle at 4.1 s, which passes phase 3 for it.
+	w := &reportWatch{reps: []fleet.Report{
+		{Task: 0, Low: 2, AtMs: 2900}, {Task: 1, Low: 2, AtMs: 2950},
+		{Task: 0, Low: 3, AtMs: 3200}, {Task: 1, Low: 3, AtMs: 3500},
+		{Task: 0, Low: 4, AtMs: 4200}, {Task: 1, Low: 3, Idle: true, High: 3, AtMs: 4100},
+	}}
+	passed := w.passedAt(2, 3)
+	if len(passed) != 2 || !passed[2].Equal(at(3500)) || !passed[3].Equal(at(4200)) {
+		t.Fatalf("passedAt = %v; want phase 2 at 3.5 s, 3 at 4.2 s", passed)
+	}
+	var s phaseSplit
+	s.reportSplit(passed, []markEv{mk(0, 0, 2, 2, 3600, 3700), mk(1, 0, 2, 2, 3600, 3700), mk(0, 1, 2, 2, 3900, 4000)}, time.Second)
+	if got := percentile(s.ReportSeal, 100); len(s.ReportSeal) != 2 || got != 400 {
+		t.Errorf("report → seal = %v; want lanes 0 and 1 at 100 and 400 ms", s.ReportSeal)
+	}
+	if got := percentile(s.EndReport, 100); got != 500 {
+		t.Errorf("phase end → report, max = %v; want 500 (phase 2: 3.0 → 3.5 s)", got)
 	}
 }

@@ -189,6 +189,11 @@ func (r *runner) relay(ctx context.Context, name string, in relayInput, size int
 	if err := sc.p.stop(20 * time.Second); err != nil && !isSignalExit(err) {
 		r.log.Warn("sidecar did not stop cleanly", "err", err, "log", sc.p.log.Name())
 	}
+	if res.Txn != nil {
+		if ph, at, ok := firstDataSeal(ctx, r.cfg.Brokers, e.Output, outParts); ok {
+			res.Txn.FirstPhase, res.Txn.FirstSealS, res.Txn.FirstMarker = ph, at.Sub(sc.p.started).Seconds(), true
+		}
+	}
 	chk := verifyOutput(ctx, r.cfg.Brokers, e.Output, e.Quarantine, outParts, last, in.Records)
 	res.Check, res.Phases = chk.Err, chk.Phases
 	r.log.Info("phasegate relay", "run", name, "records", in.Records, "seconds", res.Seconds,

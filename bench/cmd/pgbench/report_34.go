@@ -75,10 +75,21 @@ func streamsErr(s *streamsResult) error {
 
 // renderTxnTrace is the first transactions of a relay, one per line.
 func renderTxnTrace(b *strings.Builder, tr *txnTrace) {
-	b.WriteString("\nThe sidecar's first transactions (its counters polled every 250 ms; a line with several transactions gives their sum):\n\n")
-	b.WriteString("| ended at s (from exec) | transactions | of which not committed | duration s | data records | markers | phases sealed |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("\nThe sidecar's first transactions (its counters polled every 250 ms, so each ends up to 250 ms before the time shown; a line with several transactions gives their sum):\n\n")
+	b.WriteString("| began at s (from exec; ended − duration) | ended at s | transactions | of which not committed | duration s | data records | markers | phases sealed | records read by the end | sidecar CPU s by the end |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, e := range tr.Evs {
-		fmt.Fprintf(b, "| %.2f | %.0f | %.0f | %.3f | %s | %s | %.0f |\n", e.AtS, e.N, e.Aborted, e.Seconds, thousands(e.Records), thousands(e.Markers), e.Seals)
+		began := "-"
+		if e.N == 1 {
+			began = fmt.Sprintf("%.2f", e.AtS-e.Seconds)
+		}
+		fmt.Fprintf(b, "| %s | %.2f | %.0f | %.0f | %.3f | %s | %s | %.0f | %s | %.1f |\n", began, e.AtS, e.N, e.Aborted, e.Seconds, thousands(e.Records), thousands(e.Markers), e.Seals,
+			thousands(e.In), e.CPU)
+	}
+	if tr.ReadAllS > 0 {
+		fmt.Fprintf(b, "\nEvery input record had been read %.2f s after exec (phasegate_records_in_total stopped growing).\n", tr.ReadAllS)
+	}
+	if tr.FirstMarker {
+		fmt.Fprintf(b, "\nThe first phase with data (%d) was sealed %.2f s after exec (its markers' record timestamp): a transaction that began earlier streamed the phase's records before its seal.\n", tr.FirstPhase, tr.FirstSealS)
 	}
 	longest := fmt.Sprintf("%.3f s", tr.LongestS)
 	if tr.LongestUp {
@@ -205,7 +216,7 @@ func renderLanes(b *strings.Builder, c config, s *suiteResult) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Mode, who, end, seal, r.Phases, spread, ahead, rec, rate, txns, marks, reps, cpu, check)
 	}
 	b.WriteString("\nphasegate's phase end → complete in parts (same phases, those every lane marked):\n\n")
-	b.WriteString("| mode | run | phase end → last lane's seal p50 / p99 ms | last lane's seal → complete p50 / p99 ms | lanes' seal spread p50 / p99 ms | phases whose lanes' markers all became visible in one LSO poll |\n|---|---|--:|--:|--:|--:|\n")
+	b.WriteString("| mode | run | phase end → last lane's seal p50 / p99 ms | of which phase end → the last task's watermark report past the phase p50 / p99 ms | that report → each lane's seal p50 / p99 ms | last lane's seal → complete p50 / p99 ms | lanes' seal spread p50 / p99 ms | phases whose lanes' markers all became visible in one LSO poll |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range s.Lanes {
 		if r.Who != "phasegate" || r.Split.N == 0 {
 			continue
@@ -219,8 +230,15 @@ func renderLanes(b *strings.Builder, c config, s *suiteResult) {
 		if r.Tasks > 1 {
 			one = fmt.Sprintf("%d of %d", sp.OnePoll, sp.N)
 		}
-		fmt.Fprintf(b, "| %s | %d %s, PHASEGATE_TASKS=%d | %s | %.0f / %.0f | %.0f / %.0f | %s |\n", r.Mode, r.N, plural(r.N, "instance"), r.Tasks, endSeal,
-			percentile(sp.SealComplete, 50), percentile(sp.SealComplete, 99), percentile(sp.SealSpread, 50), percentile(sp.SealSpread, 99), one)
+		endRep, repSeal := "-", "-"
+		if r.Mode == "paced" && len(sp.EndReport) > 0 {
+			endRep = fmt.Sprintf("%.0f / %.0f", percentile(sp.EndReport, 50), percentile(sp.EndReport, 99))
+		}
+		if len(sp.ReportSeal) > 0 {
+			repSeal = fmt.Sprintf("%.0f / %.0f", percentile(sp.ReportSeal, 50), percentile(sp.ReportSeal, 99))
+		}
+		fmt.Fprintf(b, "| %s | %d %s, PHASEGATE_TASKS=%d | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %s |\n", r.Mode, r.N, plural(r.N, "instance"), r.Tasks, endSeal,
+			endRep, repSeal, percentile(sp.SealComplete, 50), percentile(sp.SealComplete, 99), percentile(sp.SealSpread, 50), percentile(sp.SealSpread, 99), one)
 	}
 	// Targets: 3 instances' p99 phase end → complete ≤ 1.5× one instance's
 	// (paced; up front the fastest lane's seal → complete), and no lane
@@ -257,6 +275,11 @@ fastest lane minus that of the slowest; data ahead: a lane's newest visible data
 slowest lane's newest marker (what a reader holds unfinished). Produce → visible per data record:
 phasegate's record counts once its phase is complete on its partition; Kafka Streams' once visible.
 Seal times are the markers' record timestamps (the sealing instance's clock; all run on this machine).
+The watermark reports are read from the group's watermark topic: a task has passed phase N once its
+report's low is above N (or it is idle), timed by the report's at_ms (the owner's clock when it wrote
+it); the global watermark can pass N once the last task's report has. That report → a lane's seal is
+then the report reaching the lane's instance (through the topic, except the instance's own) and the
+instance sealing.
 The markers of one phase from lanes that commit in separate transactions become visible in one LSO
 poll (5 ms) only when the partition's last stable offset was held below the earlier ones until the
 last lane committed: a read_committed reader sees nothing past the first offset of the oldest open

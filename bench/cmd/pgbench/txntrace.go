@@ -7,6 +7,10 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/phasegate/phasegate/markers"
 )
 
 // txnTrace is a sidecar's first transactions, one by one, as its counters
@@ -27,6 +31,63 @@ type txnTrace struct {
 	Timeout   time.Duration // PHASEGATE_TRANSACTION_TIMEOUT of the run
 	Warns     int           // "a transaction took more than half the transaction timeout" lines in the log
 	WarnLine  string        // the first of them
+	// The first phase with data, from the output: its phase and when it
+	// was sealed (its markers' record timestamp), from the sidecar's exec.
+	FirstPhase  uint64
+	FirstSealS  float64
+	FirstMarker bool // false: not found
+	// ReadAllS is when the polls first saw every record read that the
+	// trace saw in all (phasegate_records_in_total stopped growing), from
+	// exec; 0 when the trace ended first.
+	ReadAllS float64
+	inSeen   []txnSample
+}
+
+// txnSample is one poll's records read.
+type txnSample struct{ atS, in float64 }
+
+// firstDataSeal reads partition 0 of the output (then the others, as
+// long as none is found) with read_committed from its start up to the
+// first marker that counts a data record: the seal of the first phase
+// with data there.
+func firstDataSeal(ctx context.Context, brokers []string, topic string, parts int32) (uint64, time.Time, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for p := range parts {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			return 0, time.Time{}, false
+		}
+		var phase uint64
+		var at time.Time
+		found, empty := false, 0
+		for !found && ctx.Err() == nil && empty < 20 {
+			fs := cl.PollRecords(ctx, 10000)
+			n := 0
+			fs.EachRecord(func(r *kgo.Record) {
+				n++
+				if found {
+					return
+				}
+				if _, ok := markerOf(r); !ok {
+					return
+				}
+				if m, err := markers.DecodeOutputMarker(r.Value); err == nil && m.Count > 0 {
+					phase, at, found = m.Phase, r.Timestamp, true
+				}
+			})
+			if n == 0 {
+				empty++
+			}
+		}
+		cl.Close()
+		if found {
+			return phase, at, true
+		}
+	}
+	return 0, time.Time{}, false
 }
 
 // txnEv is what ended between two polls.
@@ -36,6 +97,7 @@ type txnEv struct {
 	Seconds                 float64 // their durations, summed
 	Records, Markers, Seals float64
 	Aborted                 float64 // of N, those not committed (a streamed transaction aborted, a failure)
+	In, CPU                 float64 // records read (phasegate_records_in_total) and the sidecar's CPU seconds by then
 }
 
 // txnTraceMax is how many polls with a transaction ending the trace keeps:
@@ -49,7 +111,8 @@ const txnTraceMax = 20
 const txnTracePoll = 250 * time.Millisecond
 
 var txnMetrics = []string{"phasegate_transaction_duration_seconds", "phasegate_records_out_total",
-	"phasegate_markers_out_total", "phasegate_phases_sealed_total", "phasegate_transactions_total"}
+	"phasegate_markers_out_total", "phasegate_phases_sealed_total", "phasegate_transactions_total",
+	"phasegate_records_in_total", "process_cpu_seconds_total"}
 
 // txnCounters sums the trace's metrics by name, and counts the
 // transactions that ended other than committed under "notCommitted".
@@ -80,6 +143,7 @@ func traceTxns(ctx context.Context, sc *sidecar) *txnTrace {
 			continue
 		}
 		m := txnCounters(string(text))
+		tr.inSeen = append(tr.inSeen, txnSample{time.Since(sc.p.started).Seconds(), m["phasegate_records_in_total"]})
 		if last != nil && m["phasegate_transaction_duration_seconds_count"] > last["phasegate_transaction_duration_seconds_count"] {
 			ev := txnEv{
 				AtS:     time.Since(sc.p.started).Seconds(),
@@ -89,6 +153,8 @@ func traceTxns(ctx context.Context, sc *sidecar) *txnTrace {
 				Markers: m["phasegate_markers_out_total"] - last["phasegate_markers_out_total"],
 				Seals:   m["phasegate_phases_sealed_total"] - last["phasegate_phases_sealed_total"],
 				Aborted: m["notCommitted"] - last["notCommitted"],
+				In:      m["phasegate_records_in_total"],
+				CPU:     m["process_cpu_seconds_total"],
 			}
 			tr.Evs = append(tr.Evs, ev)
 		}
@@ -103,6 +169,15 @@ func traceTxns(ctx context.Context, sc *sidecar) *txnTrace {
 // its log.
 func (tr *txnTrace) finish(metricsText, logPath string, timeout time.Duration) {
 	tr.Timeout = timeout
+	if n := len(tr.inSeen); n > 1 && tr.inSeen[n-1].in == tr.inSeen[n-2].in {
+		all := tr.inSeen[n-1].in
+		for _, x := range tr.inSeen {
+			if x.in >= all {
+				tr.ReadAllS = x.atS
+				break
+			}
+		}
+	}
 	for _, e := range tr.Evs {
 		if e.N == 1 {
 			tr.LongestS = max(tr.LongestS, e.Seconds)
