@@ -687,7 +687,9 @@ class Reader:
 
     def end(self):
         """After the partition's last record: returns the violations of
-        every phase not complete, whose data is discarded."""
+        every phase not complete, whose data is discarded; but a reader
+        started without metadata away from offset 0 (rule C4) reports a
+        phase it could never prove whole as skipped (skipped()) instead."""
         if self._kind == _SEVERAL:
             self._end_several()
         elif self._solo.pending:
@@ -890,8 +892,16 @@ class Reader:
                 o[1] = max(o[1], p.marker_offset)
                 o[2].append(task)
             lane.done = []
+        whole_from = self._whole_from()
         for pid in sorted(incomplete):
             got, off, marked = incomplete[pid]
+            if self._proving and pid < whole_from:
+                # C4: a phase this reader could never prove whole (a writer
+                # has no marker since the start, or its first one is
+                # later): skipped, not missing.
+                self._done, self._has_done = pid, True
+                self._skips.append(Skip(pid, got))
+                continue
             missing = [t for t in range(self._writers)
                        if (t not in self._lanes or not self._lanes[t].last_ok or self._lanes[t].last < pid) and t not in marked]
             v = Violation(MISSING_MARKER, self.partition, off, pid,

@@ -16,6 +16,14 @@ last checkpoint.
     python3 examples/python-reader/reader.py --brokers localhost:9092 --topic aligned --group py-reader
     python3 examples/python-reader/reader.py --vectors markers/testdata/reader-vectors.json
 
+At an idle exit (--idle) every reader is ended, as the Go join does: a
+reader started without metadata reports the phases it could never prove
+whole as skipped (MARKERS.md rule C4, at the end of the input), and what
+no writer completed is a VIOLATION; nothing is committed then. An error
+of the group session or of a connection (NOT_COORDINATOR, a rebalance, a
+broker gone) is logged and the loop polls on, librdkafka rejoining by
+itself; a commit it failed is tried again after the next poll.
+
 Lines:
 
     phase=42 partition=0 records=17 sources=orders:12,payments:5 marker_count=17 sealed_by=watermark
@@ -52,6 +60,39 @@ def phase_line(partition, p):
             f"marker_count={p.marker.count} sealed_by={p.marker.sealed_by}")
 
 
+def retried(kafka, what, fn, attempts=5):
+    """fn(), called again (at most attempts times in all) while it raises
+    a KafkaException of an error librdkafka recovers from (rejoinable);
+    with kafka None, just fn()."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as e:
+            if kafka is None or not isinstance(e, kafka.KafkaException) or attempt == attempts - 1 \
+                    or not rejoinable(kafka, e.args[0] if e.args else None):
+                raise
+            print(f"python-reader: {what}: {e}; retrying", file=sys.stderr, flush=True)
+
+
+# The errors of a group session or of a connection that librdkafka
+# recovers from by itself (it finds the coordinator again, rejoins the
+# group, reconnects): the loop logs them and polls on, as the Go join does
+# ("join: ...; rejoining"). Any other error ends the reader (status 1).
+REJOIN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+          "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID",
+          "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+          "_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "_WAIT_COORD", "_MAX_POLL_EXCEEDED",
+          "_ASSIGNMENT_LOST")
+
+
+def rejoinable(kafka, err):
+    """Whether err (a KafkaError, or None) is one the loop polls on after:
+    not fatal, and retriable or one of REJOIN."""
+    if err is None or not hasattr(err, "code") or err.fatal():
+        return False
+    return err.retriable() or err.code() in {getattr(kafka.KafkaError, n, None) for n in REJOIN}
+
+
 # confluent-kafka 2.16.1 (src/confluent_kafka/src/confluent_kafka.c) commits
 # TopicPartition.metadata with its C string terminator (metadata_size =
 # strlen + 1: the broker stores '{"phasegate":1,"done":N}\0') and reads it
@@ -62,12 +103,13 @@ def phase_line(partition, p):
 # helpers below undo the read side. The NUL written is beyond this reader;
 # every reader's metadata parser ignores one trailing NUL (rule C2).
 
-def committed_offsets(consumer, partitions, attempts=5):
+def committed_offsets(consumer, partitions, attempts=5, kafka=None):
     """consumer.committed, asked again when the bytes read past the
-    metadata were not UTF-8."""
+    metadata were not UTF-8, or (with kafka, the confluent_kafka module)
+    after an error librdkafka recovers from (rejoinable)."""
     for attempt in range(attempts):
         try:
-            return consumer.committed(partitions, timeout=30)
+            return retried(kafka, "committed offsets", lambda: consumer.committed(partitions, timeout=30))
         except UnicodeDecodeError:
             if attempt == attempts - 1:
                 raise
@@ -101,6 +143,7 @@ class Readers:
         self.readers = {}
         self.committed = {}  # partition -> the last Checkpoint committed or started from
         self.violations = 0
+        self.uncommitted = set()  # partitions whose last commit failed (rejoinable): tried again after a poll
         self.assigned_at = 0.0  # time.monotonic() of the last assignment: --idle counts from here too
 
     def assigned(self, consumer, partitions):
@@ -108,12 +151,13 @@ class Readers:
         metadata; with no commit, or one below the log's start (deleted by
         retention), at the log's start without metadata (rule C4)."""
         self.assigned_at = time.monotonic()
-        committed = committed_offsets(consumer, partitions)
+        committed = committed_offsets(consumer, partitions, kafka=self.kafka)
         starts = []
         for tp in committed:
             if tp.error is not None:
                 raise self.kafka.KafkaException(f"committed offset of partition {tp.partition}: {tp.error}")
-            low, _ = consumer.get_watermark_offsets(tp, timeout=30)
+            low, _ = retried(self.kafka, f"start offset of partition {tp.partition}",
+                             lambda: consumer.get_watermark_offsets(tp, timeout=30))
             if tp.offset < 0 or tp.offset < low:  # OFFSET_INVALID: no commit
                 start = markers.Checkpoint(low, "")
             else:
@@ -131,6 +175,7 @@ class Readers:
         for tp in partitions:
             self.readers.pop(tp.partition, None)
             self.committed.pop(tp.partition, None)
+            self.uncommitted.discard(tp.partition)
         if partitions:
             consumer.unassign()
 
@@ -162,16 +207,56 @@ class Readers:
             self.commit(p, r)
 
     def commit(self, p, r):
+        """Commits the reader's checkpoint. A commit refused for an error of
+        the group session (a rebalance, the coordinator moved) is logged
+        and tried again after the next poll (retry); any other error
+        raises."""
         # Printed, then committed: a crash between the two repeats the
         # phases since the last commit (at least once, rule C6).
         c = r.checkpoint()
         if c is None or c == self.committed.get(p):
+            self.uncommitted.discard(p)
             return  # rule C5: nothing proven yet
         tp = self.kafka.TopicPartition(self.topic, p, c.offset, metadata=c.metadata)
-        for res in self.consumer.commit(offsets=[tp], asynchronous=False) or ():
-            if res.error is not None:
-                raise self.kafka.KafkaException(f"commit partition {p}: {res.error}")
+        try:
+            errs = [res.error for res in self.consumer.commit(offsets=[tp], asynchronous=False) or ()
+                    if res.error is not None]
+        except self.kafka.KafkaException as e:
+            errs = [e.args[0] if e.args else e]
+        for err in errs:
+            if not rejoinable(self.kafka, err):
+                raise self.kafka.KafkaException(f"commit partition {p}: {err}")
+        if errs:
+            print(f"python-reader: commit partition {p}: {errs[0]}; rejoining", file=sys.stderr, flush=True)
+            self.uncommitted.add(p)
+            return
         self.committed[p] = c
+        self.uncommitted.discard(p)
+
+    def retry(self):
+        """Commits again what a rejoinable error refused, for the
+        partitions still assigned."""
+        for p in sorted(self.uncommitted):
+            r = self.readers.get(p)
+            if r is None:
+                self.uncommitted.discard(p)
+            else:
+                self.commit(p, r)
+
+    def end(self):
+        """At the idle exit, the end of the input as far as this run goes:
+        ends every partition's reader (markers.Reader.end). A reader that
+        started without metadata reports the phases it could never prove
+        whole as skipped (MARKERS.md rule C4); what no writer completed is
+        a violation. Nothing is committed."""
+        for p in sorted(self.readers):
+            r = self.readers[p]
+            for v in r.end():
+                self.violations += 1
+                print(f"VIOLATION partition={p}: {v}", file=self.out)
+            for s in r.skipped():
+                print(f"skipped phase={s.phase} partition={p} records={s.records}", file=self.out)
+        self.out.flush()
 
 
 def run(args):
@@ -192,12 +277,18 @@ def run(args):
     try:
         while not stop:
             msg = consumer.poll(0.2)
+            if readers.uncommitted:
+                readers.retry()
             if msg is None:
                 if args.idle and time.monotonic() - max(last, readers.assigned_at) > args.idle:
+                    readers.end()
                     break
                 continue
             if msg.error():
-                raise kafka.KafkaException(msg.error())
+                if not rejoinable(kafka, msg.error()):
+                    raise kafka.KafkaException(msg.error())
+                print(f"python-reader: {msg.error()}; rejoining", file=sys.stderr, flush=True)
+                continue
             last = time.monotonic()
             readers.feed(msg)
     except NewerVersion as e:

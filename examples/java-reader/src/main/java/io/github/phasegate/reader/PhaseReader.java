@@ -92,7 +92,11 @@ final class PhaseReader {
     return p;
   }
 
-  /** After the last record: every phase not complete is a missing marker and is discarded. */
+  /**
+   * After the last record: every phase not complete is a missing marker and is discarded; but a
+   * reader started without metadata away from offset 0 (rule C4) reports a phase it could never
+   * prove whole as skipped ({@link #skipped}) instead.
+   */
   List<Violation> end() {
     if (kind == SEVERAL) {
       endSeveral();
@@ -370,7 +374,10 @@ final class PhaseReader {
     return Marker.SEALED_BY.indexOf(s) + 1;
   }
 
-  /** End on a partition with several writers: every phase not complete is discarded (M5, M8). */
+  /**
+   * End on a partition with several writers: every phase not complete is discarded (M5, M8), a
+   * missing marker, except that a proving reader (C4) skips the phases it could not prove whole.
+   */
   private void endSeveral() {
     TreeMap<Integer, Lane> sorted = new TreeMap<>(lanes);
     for (Lane l : sorted.values()) {
@@ -391,8 +398,17 @@ final class PhaseReader {
       }
       e.getValue().done.clear();
     }
+    long wholeFrom = wholeFrom();
     for (Map.Entry<Long, long[]> e : incomplete.entrySet()) {
       long id = e.getKey();
+      if (proving && compareUnsigned(id, wholeFrom) < 0) {
+        // C4: a phase this reader could never prove whole (a writer has no marker since the start,
+        // or its first one is later): skipped, not missing.
+        done = id;
+        hasDone = true;
+        skips.add(new Phase.Skip(id, (int) e.getValue()[0]));
+        continue;
+      }
       List<Integer> missing = new ArrayList<>();
       for (int task = 0; task < writers; task++) {
         Lane l = lanes.get(task);

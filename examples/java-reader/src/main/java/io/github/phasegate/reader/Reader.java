@@ -2,6 +2,7 @@ package io.github.phasegate.reader;
 
 import java.io.PrintStream;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -9,8 +10,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -18,6 +21,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -32,6 +37,13 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * and reports the others as skipped. After the phases a record completed are printed, the reader's
  * checkpoint (offset and metadata) is committed; nothing is committed while it has none. A
  * partition taken away by a rebalance loses its reader.
+ *
+ * <p>At an idle exit (--idle) every reader is ended, as the Go join does: a reader started without
+ * metadata reports the phases it could never prove whole as skipped (MARKERS.md rule C4, at the end
+ * of the input), and what no writer completed is a VIOLATION; nothing is committed then. A commit
+ * refused for an error of the group session (a rebalance, the coordinator moved) is logged and tried
+ * again after the next poll; the consumer rejoins by itself. SIGTERM stops the reader wherever it
+ * blocks (poll, commitSync, committed, beginningOffsets): the JVM's status 143.
  *
  * <pre>
  * java -cp 'target/classes:target/lib/*' io.github.phasegate.reader.Reader \
@@ -52,6 +64,7 @@ public final class Reader {
   private final PrintStream out;
   private final Map<Integer, PhaseReader> readers = new HashMap<>();
   private final Map<Integer, Phase.Checkpoint> committed = new HashMap<>(); // last committed or started from
+  private final TreeSet<Integer> uncommitted = new TreeSet<>(); // a commit refused for the group session: tried after a poll
   private int violations;
   private long assignedAt; // when partitions were last assigned: --idle counts from here too
 
@@ -111,6 +124,10 @@ public final class Reader {
       System.out.flush();
       System.err.println("java-reader: stopped at a marker of a newer version, upgrade the reader: " + e.getMessage());
       code = 1;
+    } catch (WakeupException e) {
+      // SIGTERM while a call blocked (the shutdown hook's wakeup): a shutdown, not an error. run
+      // handles it; this catches one outside it.
+      code = 0;
     } catch (Exception e) {
       System.err.println("java-reader: " + e);
       code = 1;
@@ -134,6 +151,7 @@ public final class Reader {
         parts.forEach(tp -> {
           readers.remove(tp.partition());
           committed.remove(tp.partition());
+          uncommitted.remove(tp.partition());
         });
       }
 
@@ -146,7 +164,8 @@ public final class Reader {
 
   /**
    * Each assigned partition starts at its committed offset and metadata; with no commit, or one below
-   * the log's start (deleted by retention), at the log's start without metadata (rule C4).
+   * the log's start (deleted by retention), at the log's start without metadata (rule C4). Runs in
+   * poll: a WakeupException of committed or beginningOffsets leaves poll, where run stops.
    */
   private void assigned(Collection<TopicPartition> parts) {
     assignedAt = System.currentTimeMillis();
@@ -169,27 +188,55 @@ public final class Reader {
     }
   }
 
+  /**
+   * The loop. SIGTERM's wakeup ends it wherever the consumer blocks: poll (and committed and
+   * beginningOffsets in the rebalance listener, which run in poll), commitSync.
+   */
   private int run(AtomicBoolean stop, long idleMs) throws NewerVersion {
     long last = System.currentTimeMillis();
-    while (!stop.get()) {
-      ConsumerRecords<byte[], byte[]> recs;
-      try {
-        recs = consumer.poll(Duration.ofMillis(200));
-      } catch (WakeupException e) {
-        break;
-      }
-      if (recs.isEmpty()) {
-        if (idleMs > 0 && System.currentTimeMillis() - Math.max(last, assignedAt) > idleMs) {
-          break;
+    try {
+      while (!stop.get()) {
+        ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(200));
+        for (int part : new ArrayList<>(uncommitted)) {
+          commit(part);
         }
-        continue;
+        if (recs.isEmpty()) {
+          if (idleMs > 0 && System.currentTimeMillis() - Math.max(last, assignedAt) > idleMs) {
+            end();
+            break;
+          }
+          continue;
+        }
+        last = System.currentTimeMillis();
+        for (ConsumerRecord<byte[], byte[]> r : recs) {
+          feed(r);
+        }
       }
-      last = System.currentTimeMillis();
-      for (ConsumerRecord<byte[], byte[]> r : recs) {
-        feed(r);
-      }
+    } catch (WakeupException e) {
+      // SIGTERM (the shutdown hook sets stop, then wakes the consumer up): a shutdown.
     }
     return violations > 0 ? 3 : 0;
+  }
+
+  /**
+   * At the idle exit, the end of the input as far as this run goes: ends every partition's reader
+   * (markers.Reader.End). A reader that started without metadata reports the phases it could never
+   * prove whole as skipped (MARKERS.md rule C4); what no writer completed is a violation. Nothing is
+   * committed.
+   */
+  private void end() {
+    for (Map.Entry<Integer, PhaseReader> e : new TreeMap<>(readers).entrySet()) {
+      int part = e.getKey();
+      PhaseReader rd = e.getValue();
+      for (Violation v : rd.end()) {
+        violations++;
+        out.println("VIOLATION partition=" + part + ": " + v);
+      }
+      for (Phase.Skip s : rd.skipped()) {
+        out.println("skipped phase=" + Long.toUnsignedString(s.phase()) + " partition=" + part + " records=" + s.records());
+      }
+    }
+    out.flush();
   }
 
   /** Gives one record to its partition's reader, prints what it handed over, then commits its checkpoint. */
@@ -228,12 +275,32 @@ public final class Reader {
     }
     // Printed, then committed: a crash between the two repeats the phases since the last commit
     // (at least once, rule C6).
-    Phase.Checkpoint c = rd.checkpoint();
+    commit(part);
+  }
+
+  /**
+   * Commits the checkpoint of partition part's reader. A commit refused for an error of the group
+   * session (a rebalance: CommitFailedException, RebalanceInProgressException; the coordinator moved
+   * or a timeout: RetriableException) is logged and tried again after the next poll, as the Go join
+   * goes on with "rejoining"; the consumer rejoins by itself, and a partition it loses loses its
+   * reader. Any other error, and a WakeupException, is thrown.
+   */
+  private void commit(int part) {
+    PhaseReader rd = readers.get(part);
+    Phase.Checkpoint c = rd == null ? null : rd.checkpoint();
     if (c == null || c.equals(committed.get(part))) {
-      return; // rule C5: nothing proven yet
+      uncommitted.remove(part);
+      return; // not ours any more, or rule C5: nothing proven yet
     }
-    consumer.commitSync(Map.of(new TopicPartition(r.topic(), part), new OffsetAndMetadata(c.offset(), c.metadata())));
+    try {
+      consumer.commitSync(Map.of(new TopicPartition(topic, part), new OffsetAndMetadata(c.offset(), c.metadata())));
+    } catch (CommitFailedException | RebalanceInProgressException | RetriableException e) {
+      System.err.println("java-reader: commit partition " + part + ": " + e + "; rejoining");
+      uncommitted.add(part);
+      return;
+    }
     committed.put(part, c);
+    uncommitted.remove(part);
   }
 
   /** The phase's line: records and sources as read, the marker's count and sealed_by (with several writers the sum and the weakest). */
