@@ -4,7 +4,7 @@
 // It is configured by PHASEGATE_* environment variables (sidecar --help).
 //
 // Invariants:
-//   - Configuration is read once, from the environment, in loadConfig; a
+//   - Configuration is read once, from the environment, by config.Load; a
 //     value that cannot work exits 2 with one line naming the variable, the
 //     value as written and what is allowed, before anything connects (or,
 //     for transaction.max.timeout.ms, as soon as a broker has told it).
@@ -13,7 +13,7 @@
 //     deadline (startup.step): SIGTERM/SIGINT during start-up exit at once
 //     with status 0; after it, the two-phase shutdown takes at most 25 s.
 //   - No user-facing message starts with an internal package name
-//     (forUsers, userMessage).
+//     (forUsers here, config's userMessage).
 //   - The binary links no franz-go (kfake, kgo, kadm): the demo is
 //     cmd/demo; scripts/check-artifacts.sh checks the built binary.
 package main

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/tasks"
 )
@@ -57,7 +58,7 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 			fmt.Fprint(stdout, configUsage)
 			return 0
 		}
-		cfg, warnings, err := loadConfig(environ)
+		cfg, warnings, err := config.Load(environ)
 		if err != nil {
 			fmt.Fprintln(stderr, "sidecar:", err)
 			return 2
@@ -65,7 +66,7 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		for _, w := range warnings {
 			fmt.Fprintln(stderr, "sidecar: warning:", w)
 		}
-		printConfig(stdout, cfg)
+		config.Print(stdout, cfg)
 		return 0
 	case "demo":
 		fmt.Fprintln(stderr, "sidecar: the demo is its own command now, so that the sidecar carries no test broker: go run ./cmd/demo (or make demo)")
@@ -76,7 +77,7 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	cfg, warnings, err := loadConfig(environ)
+	cfg, warnings, err := config.Load(environ)
 	if err != nil {
 		fmt.Fprintln(stderr, "sidecar:", err)
 		return 2
@@ -89,10 +90,10 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err = serve(ctx, cfg, log)
-	var ce *configError
+	var ce *config.Error
 	var se *tasks.SettingsError
 	if errors.As(err, &se) {
-		err = settingsError(cfg.GroupID, se)
+		err = config.SettingsError(cfg.GroupID, se)
 	}
 	switch {
 	case err == nil:
@@ -101,7 +102,7 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		log.Info(err.Error() + ": nothing was started; exiting")
 		return 0
 	case errors.As(err, &ce):
-		log.Error(ce.msg)
+		log.Error(ce.Msg)
 		return 2
 	}
 	log.Error(forUsers(err.Error()))
@@ -117,6 +118,37 @@ func wantsHelp(args []string) bool {
 		}
 	}
 	return false
+}
+
+// printHelp lists every variable with its default and meaning.
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `phasegate sidecar: keeps a Kafka fork-join pipeline in phase.
+
+Usage:
+  sidecar              run, configured by the environment variables below
+  sidecar config       check the environment and print the configuration it gives (secrets redacted)
+  sidecar status       print the local sidecar's /phases as a table (-addr to ask another one)
+  sidecar verify       check an aligned topic's phases against docs/MARKERS.md (sidecar verify --help)
+  sidecar healthcheck  exit 0 when the local sidecar's /healthz answers (for container health checks)
+  sidecar --help       this text; each command also answers --help
+
+The demo (an in-process broker, no setup) is its own command: go run ./cmd/demo
+
+Environment:
+`)
+	config.PrintVariables(w)
+	fmt.Fprint(w, `
+Start-up: /healthz answers at once; each step before consuming (broker probe,
+metadata, transaction.max.timeout.ms, topics, quarantine topic, producer and
+group) has its own deadline and is logged; SIGTERM/SIGINT end it at once.
+
+Exit status: 0 after a clean shutdown (SIGTERM/SIGINT, also during start-up),
+1 on a runtime error (brokers unreachable or not Kafka, missing topics, being
+fenced by another instance with the same transactional ID), 2 on invalid
+configuration (including a transaction timeout above the brokers'
+transaction.max.timeout.ms, checked at start), with one line naming the
+variable, the value and what is allowed.
+`)
 }
 
 const configUsage = `usage: sidecar config
@@ -139,7 +171,7 @@ const shutdownGrace = 25 * time.Second
 
 // serve runs the sidecar until ctx ends (a signal) or a fatal error. A
 // signal during start-up ends it at once with errInterrupted.
-func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	srv, reg, err := listen(cfg, log)
 	if err != nil {
 		return err
@@ -177,21 +209,13 @@ func runPipeline(ctx context.Context, pipe *proxy.Pipeline, srv *app.Server, log
 	}
 }
 
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	level, _ := parseLevel(cfg.LogLevel)
+func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
+	level, _ := config.ParseLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return l, badVar("LOG_LEVEL", s, "debug, info, warn or error")
-	}
-	return l, nil
 }
 
 // errUnhealthy is returned by healthcheck when /healthz answers but not 200.
@@ -214,11 +238,28 @@ const memoryHeadroom = 48 << 20
 // proportion to the live heap. At the bound + 48 MiB it ran without pause there: 153
 // collections and 35 % of the CPU in 26 s, at under half the throughput
 // (bench/results/2026-12-06-3d1219c7-22.md; -24.md at twice the bound: 29).
-func limitMemory(environ map[string]string, cfg Config, log *slog.Logger) {
+func limitMemory(environ map[string]string, cfg config.Config, log *slog.Logger) {
 	if environ["GOMEMLIMIT"] != "" {
 		return
 	}
 	limit := 2*cfg.MaxBufferBytes + memoryHeadroom
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit set from PHASEGATE_MAX_BUFFER_BYTES (set GOMEMLIMIT to override)", "bytes", limit)
+}
+
+// internalPackages are the library packages whose errors carry their name
+// as a prefix (CONVENTIONS.md, rule 5): the prefix helps a maintainer, not
+// an operator, so forUsers drops it at this boundary.
+func internalPackages() []string { return []string{"proxy", "txn", "watermarks", "dedupe", "markers"} }
+
+// forUsers drops internal package prefixes from an error message, at its
+// start and after each ": " of a wrapped chain ("proxy: consumer group g:
+// txn: fenced: ..." becomes "consumer group g: fenced: ...").
+func forUsers(msg string) string {
+	for _, p := range internalPackages() {
+		msg = strings.TrimPrefix(msg, p+": ")
+		msg = strings.ReplaceAll(msg, ": "+p+": ", ": ")
+		msg = strings.ReplaceAll(msg, "("+p+": ", "(")
+	}
+	return msg
 }

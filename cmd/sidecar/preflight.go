@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -24,9 +25,9 @@ const apiInitProducerID = 22
 // later: the brokers answer Kafka and support transactions, the transaction
 // timeout fits the brokers' bound, the input and output topics exist, the
 // quarantine topic exists or can be created. Every step is bounded.
-func (s *startup) preflight(k proxy.Kafka, cfg Config) error {
+func (s *startup) preflight(k proxy.Kafka, cfg config.Config) error {
 	if err := s.step(fmt.Sprintf("an answer from the brokers %v (TCP, then a Kafka ApiVersions request)", k.Brokers),
-		"check "+envPrefix+"BROKERS and the network", probeStepTimeout,
+		"check "+config.Prefix+"BROKERS and the network", probeStepTimeout,
 		func(ctx context.Context) error { return probeBrokers(ctx, k.Brokers, cfg) }); err != nil {
 		return err
 	}
@@ -79,12 +80,12 @@ func preflightConfig(k proxy.Kafka) *sarama.Config {
 // probeBrokers probes every bootstrap broker at once. One that answers
 // Kafka is enough (sarama needs one); when none does, the error names what
 // each one answered.
-func probeBrokers(ctx context.Context, brokers []string, cfg Config) error {
+func probeBrokers(ctx context.Context, brokers []string, cfg config.Config) error {
 	errs := make([]error, len(brokers))
 	apis := make([]map[int16]bool, len(brokers))
 	var wg sync.WaitGroup
 	for i, b := range brokers {
-		wg.Go(func() { apis[i], errs[i] = probe(ctx, b, cfg.Security.tls, cfg.Security.Protocol) })
+		wg.Go(func() { apis[i], errs[i] = probe(ctx, b, cfg.Security.TLS(), cfg.Security.Protocol) })
 	}
 	wg.Wait()
 	var msgs []string
@@ -107,7 +108,7 @@ func probeBrokers(ctx context.Context, brokers []string, cfg Config) error {
 // refuse at InitProducerId (INVALID_TRANSACTION_TIMEOUT), with exit status
 // 2 and both numbers. When the broker does not tell (no DescribeConfigs
 // right), it says so and goes on.
-func (s *startup) checkTransactionTimeout(client sarama.Client, cfg Config) error {
+func (s *startup) checkTransactionTimeout(client sarama.Client, cfg config.Config) error {
 	brokers := client.Brokers()
 	if len(brokers) == 0 {
 		return errors.New("the cluster metadata lists no broker")
@@ -130,16 +131,16 @@ func (s *startup) checkTransactionTimeout(client sarama.Client, cfg Config) erro
 		return nil
 	}
 	if ms := cfg.TransactionTimeout.Milliseconds(); ms > maxMs {
-		return badVar("TRANSACTION_TIMEOUT", cfg.raw["TRANSACTION_TIMEOUT"], fmt.Sprintf(
+		return config.BadVar("TRANSACTION_TIMEOUT", cfg.Raw("TRANSACTION_TIMEOUT"), fmt.Sprintf(
 			"%d ms is above the brokers' transaction.max.timeout.ms=%d (%s, broker %d): lower it, or raise transaction.max.timeout.ms on every broker",
-			ms, maxMs, fmtDuration(time.Duration(maxMs)*time.Millisecond), id))
+			ms, maxMs, config.FormatDuration(time.Duration(maxMs)*time.Millisecond), id))
 	}
 	return nil
 }
 
 // checkTopics wants every input topic and the output topic to exist, and
 // names all that are missing in one message.
-func checkTopics(client sarama.Client, cfg Config) error {
+func checkTopics(client sarama.Client, cfg config.Config) error {
 	var missingIn []string
 	for _, t := range cfg.InputTopics {
 		if !hasTopic(client, t) {
@@ -148,10 +149,10 @@ func checkTopics(client sarama.Client, cfg Config) error {
 	}
 	var msgs []string
 	if len(missingIn) > 0 {
-		msgs = append(msgs, fmt.Sprintf("input topic(s) %s of %sINPUT_TOPICS", strings.Join(missingIn, ", "), envPrefix))
+		msgs = append(msgs, fmt.Sprintf("input topic(s) %s of %sINPUT_TOPICS", strings.Join(missingIn, ", "), config.Prefix))
 	}
 	if !hasTopic(client, cfg.OutputTopic) {
-		msgs = append(msgs, fmt.Sprintf("output topic %q of %sOUTPUT_TOPIC (create it with as many partitions as the join expects)", cfg.OutputTopic, envPrefix))
+		msgs = append(msgs, fmt.Sprintf("output topic %q of %sOUTPUT_TOPIC (create it with as many partitions as the join expects)", cfg.OutputTopic, config.Prefix))
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -174,7 +175,7 @@ func hasTopic(client sarama.Client, topic string) bool {
 
 // createQuarantine creates the quarantine topic with the output topic's
 // partition count.
-func (s *startup) createQuarantine(ctx context.Context, client sarama.Client, cfg Config) error {
+func (s *startup) createQuarantine(ctx context.Context, client sarama.Client, cfg config.Config) error {
 	parts, err := client.Partitions(cfg.OutputTopic)
 	if err != nil {
 		return fmt.Errorf("partitions of output topic %s: %w", cfg.OutputTopic, err)
@@ -189,7 +190,7 @@ func (s *startup) createQuarantine(ctx context.Context, client sarama.Client, cf
 	case errors.Is(err, sarama.ErrTopicAlreadyExists):
 		s.log.Info("quarantine topic created meanwhile by another client", "topic", cfg.QuarantineTopic)
 	case err != nil:
-		return fmt.Errorf("quarantine topic %q does not exist and cannot be created: %w (create it, or set %sQUARANTINE_TOPIC to an existing topic)", cfg.QuarantineTopic, err, envPrefix)
+		return fmt.Errorf("quarantine topic %q does not exist and cannot be created: %w (create it, or set %sQUARANTINE_TOPIC to an existing topic)", cfg.QuarantineTopic, err, config.Prefix)
 	default:
 		s.log.Info("quarantine topic created", "topic", cfg.QuarantineTopic, "partitions", len(parts), "replication_factor", rf)
 	}
@@ -239,13 +240,13 @@ func diagnose(k proxy.Kafka, err error) error {
 	switch {
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
 		return fmt.Errorf("SASL authentication failed at %s for user %q with %s: check %sSASL_USERNAME, %sSASL_PASSWORD (or _FILE) and %sSASL_MECHANISM",
-			addr, conf.Net.SASL.User, conf.Net.SASL.Mechanism, envPrefix, envPrefix, envPrefix)
+			addr, conf.Net.SASL.User, conf.Net.SASL.Mechanism, config.Prefix, config.Prefix, config.Prefix)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("nothing listens at %s (connection refused): check %sBROKERS and that the broker is up", addr, envPrefix)
+		return fmt.Errorf("nothing listens at %s (connection refused): check %sBROKERS and that the broker is up", addr, config.Prefix)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-		return fmt.Errorf("%s closed the connection: its listener probably expects another %sSECURITY_PROTOCOL (TLS or SASL) than %s", addr, envPrefix, protocolOf(conf))
+		return fmt.Errorf("%s closed the connection: its listener probably expects another %sSECURITY_PROTOCOL (TLS or SASL) than %s", addr, config.Prefix, protocolOf(conf))
 	}
-	return fmt.Errorf("cannot use the brokers %s (%v): check the addresses, that the brokers are up, and %sSECURITY_PROTOCOL", strings.Join(k.Brokers, ","), err, envPrefix)
+	return fmt.Errorf("cannot use the brokers %s (%v): check the addresses, that the brokers are up, and %sSECURITY_PROTOCOL", strings.Join(k.Brokers, ","), err, config.Prefix)
 }
 
 func protocolOf(c *sarama.Config) string {

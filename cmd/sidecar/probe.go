@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/phasegate/phasegate/internal/config"
 )
 
 // Bounds of the probe: long enough for a loaded broker across a slow link,
@@ -63,7 +65,7 @@ func probe(ctx context.Context, addr string, tlsCfg *tls.Config, protocol string
 		return nil, tlsListener(addr, protocol)
 	case len(answer) > 0:
 		return nil, fmt.Errorf("%s answered %d bytes that are not a Kafka ApiVersions response (starting %q): it is not a Kafka listener, check the port in %sBROKERS",
-			addr, len(answer), answer[:min(len(answer), 16)], envPrefix)
+			addr, len(answer), answer[:min(len(answer), 16)], config.Prefix)
 	case errors.As(err, &ne) && ne.Timeout():
 		if tlsCfg == nil {
 			if line := httpAnswer(ctx, addr); line != "" {
@@ -71,17 +73,17 @@ func probe(ctx context.Context, addr string, tlsCfg *tls.Config, protocol string
 			}
 		}
 		return nil, fmt.Errorf("%s accepted the connection but answered nothing within %s to a Kafka ApiVersions request: it is not a Kafka listener, or the broker hangs; check %sBROKERS and the broker",
-			addr, probeAnswerTimeout, envPrefix)
+			addr, probeAnswerTimeout, config.Prefix)
 	case tlsCfg == nil && speaksTLS(ctx, addr):
 		return nil, tlsListener(addr, protocol)
 	}
 	return nil, fmt.Errorf("%s closed the connection without answering a Kafka ApiVersions request (%v): it is not a Kafka listener, or it expects another protocol than %sSECURITY_PROTOCOL=%s; check %sBROKERS and the listener's protocol",
-		addr, shortErr(err), envPrefix, protocol, envPrefix)
+		addr, shortErr(err), config.Prefix, protocol, config.Prefix)
 }
 
 func httpError(addr, statusLine string) error {
 	return fmt.Errorf("%s answered in HTTP (%q), not the Kafka protocol: it is a web server (a REST proxy, a UI, a metrics port?), not a broker listener: check the port in %sBROKERS",
-		addr, statusLine, envPrefix)
+		addr, statusLine, config.Prefix)
 }
 
 // dialProbe opens a TCP connection and explains a failure.
@@ -97,13 +99,13 @@ func dialProbe(ctx context.Context, addr string) (net.Conn, error) {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case errors.As(err, &dns):
-		return nil, fmt.Errorf("cannot resolve the host of %s (%s): check %sBROKERS and DNS", addr, dns.Err, envPrefix)
+		return nil, fmt.Errorf("cannot resolve the host of %s (%s): check %sBROKERS and DNS", addr, dns.Err, config.Prefix)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return nil, fmt.Errorf("nothing listens at %s (connection refused): check %sBROKERS and that the broker is up", addr, envPrefix)
+		return nil, fmt.Errorf("nothing listens at %s (connection refused): check %sBROKERS and that the broker is up", addr, config.Prefix)
 	case errors.As(err, &ne) && ne.Timeout():
-		return nil, fmt.Errorf("%s did not accept a TCP connection within %s: a wrong host, a firewall, or an unreachable network; check %sBROKERS", addr, probeDialTimeout, envPrefix)
+		return nil, fmt.Errorf("%s did not accept a TCP connection within %s: a wrong host, a firewall, or an unreachable network; check %sBROKERS", addr, probeDialTimeout, config.Prefix)
 	}
-	return nil, fmt.Errorf("cannot connect to %s (%v): check %sBROKERS and the network", addr, shortErr(err), envPrefix)
+	return nil, fmt.Errorf("cannot connect to %s (%v): check %sBROKERS and the network", addr, shortErr(err), config.Prefix)
 }
 
 // handshake runs the TLS handshake as sarama would (server name from the
@@ -134,22 +136,22 @@ func explainTLS(ctx context.Context, addr, protocol string, err error) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.As(err, &unknownCA):
-		return fmt.Errorf("TLS: the certificate of %s is signed by an authority this sidecar does not trust (%v): set %sTLS_CA_FILE to the CA that signed it", addr, err, envPrefix)
+		return fmt.Errorf("TLS: the certificate of %s is signed by an authority this sidecar does not trust (%v): set %sTLS_CA_FILE to the CA that signed it", addr, err, config.Prefix)
 	case errors.As(err, &hostname):
-		return fmt.Errorf("TLS: the certificate of %s is not valid for that name (%v): connect by a name it lists, or set %sTLS_SERVER_NAME", addr, err, envPrefix)
+		return fmt.Errorf("TLS: the certificate of %s is not valid for that name (%v): connect by a name it lists, or set %sTLS_SERVER_NAME", addr, err, config.Prefix)
 	case errors.As(err, &invalid):
 		return fmt.Errorf("TLS: the certificate of %s is invalid (%v)", addr, err)
 	case errors.As(err, &header) && bytes.HasPrefix(header.RecordHeader[:], []byte("HTTP/")):
-		return fmt.Errorf("TLS: %s answered the TLS handshake in plain HTTP: it is a web server, not a broker listener; check the port in %sBROKERS", addr, envPrefix)
+		return fmt.Errorf("TLS: %s answered the TLS handshake in plain HTTP: it is a web server, not a broker listener; check the port in %sBROKERS", addr, config.Prefix)
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("TLS: %s accepted the connection but did not answer the TLS handshake within %s: it is not a TLS listener, or the broker hangs; check %sBROKERS and %sSECURITY_PROTOCOL=%s",
-			addr, probeAnswerTimeout, envPrefix, envPrefix, protocol)
+			addr, probeAnswerTimeout, config.Prefix, config.Prefix, protocol)
 	}
 	if _, _, perr := plainAPIVersions(ctx, addr); perr == nil {
 		return fmt.Errorf("TLS: %s is a plaintext Kafka listener, but %sSECURITY_PROTOCOL=%s expects TLS: set %sSECURITY_PROTOCOL=%s, or use the brokers' TLS port",
-			addr, envPrefix, protocol, envPrefix, strings.Replace(strings.Replace(protocol, "SASL_SSL", "SASL_PLAINTEXT", 1), "SSL", "PLAINTEXT", 1))
+			addr, config.Prefix, protocol, config.Prefix, strings.Replace(strings.Replace(protocol, "SASL_SSL", "SASL_PLAINTEXT", 1), "SSL", "PLAINTEXT", 1))
 	}
-	return fmt.Errorf("TLS: the handshake with %s failed (%v): is it a TLS listener? Check %sBROKERS and %sSECURITY_PROTOCOL=%s", addr, shortErr(err), envPrefix, envPrefix, protocol)
+	return fmt.Errorf("TLS: the handshake with %s failed (%v): is it a TLS listener? Check %sBROKERS and %sSECURITY_PROTOCOL=%s", addr, shortErr(err), config.Prefix, config.Prefix, protocol)
 }
 
 // tlsListener is the error for a TLS listener given to a plaintext client.
@@ -159,7 +161,7 @@ func tlsListener(addr, protocol string) error {
 		want = "SASL_SSL"
 	}
 	return fmt.Errorf("%s is a TLS listener, but %sSECURITY_PROTOCOL=%s speaks plaintext: set %sSECURITY_PROTOCOL=%s (and %sTLS_CA_FILE if its CA is not the system's), or use the brokers' plaintext port",
-		addr, envPrefix, protocol, envPrefix, want, envPrefix)
+		addr, config.Prefix, protocol, config.Prefix, want, config.Prefix)
 }
 
 // httpProbeTimeout bounds the second look at a silent listener.

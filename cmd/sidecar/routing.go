@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/IBM/sarama"
+
+	"github.com/phasegate/phasegate/internal/config"
 )
 
 // Why partition routing refuses fork topics of different partition counts:
@@ -24,7 +26,7 @@ import (
 // routingCheck asks the brokers for the fork topics' partition counts and
 // applies checkRouting. Called by preflight once the topics are known to
 // exist.
-func routingCheck(client sarama.Client, cfg Config) error {
+func routingCheck(client sarama.Client, cfg config.Config) error {
 	counts := make(map[string]int, len(cfg.InputTopics))
 	for _, t := range cfg.InputTopics {
 		parts, err := client.Partitions(t)
@@ -36,7 +38,7 @@ func routingCheck(client sarama.Client, cfg Config) error {
 	return checkRouting(cfg.InputTopics, counts, cfg.Routing, cfg.AllowSplitKeys)
 }
 
-// checkRouting returns a *configError (exit status 2) when partition routing
+// checkRouting returns a *config.Error (exit status 2) when partition routing
 // would send one key of different fork topics to different output
 // partitions: the fork topics differ in partition count and allowSplit is
 // false. inputs gives the order in which the topics are named.
@@ -57,8 +59,8 @@ func checkRouting(inputs []string, counts map[string]int, routing string, allowS
 	for i, t := range inputs {
 		named[i] = fmt.Sprintf("%s: %d", t, counts[t])
 	}
-	return &configError{fmt.Sprintf("%sROUTING=%q with fork topics of different partition counts (%s): one key would reach "+
+	return &config.Error{Msg: fmt.Sprintf("%sROUTING=%q with fork topics of different partition counts (%s): one key would reach "+
 		"different output partitions and a join by key would miss matches; set %sROUTING=key, or give every fork topic "+
 		"the same partition count, or set %sALLOW_SPLIT_KEYS=true if the join never pairs records by key across fork topics",
-		envPrefix, routing, strings.Join(named, ", "), envPrefix, envPrefix)}
+		config.Prefix, routing, strings.Join(named, ", "), config.Prefix, config.Prefix)}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 )
 
@@ -42,7 +43,7 @@ func TestCheckRouting(t *testing.T) {
 				}
 				return
 			}
-			var ce *configError
+			var ce *config.Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, want a configuration error", err)
 			}
@@ -103,7 +104,7 @@ func TestRoutingRefusedAtStart(t *testing.T) {
 		{"override starts", "PHASEGATE_ALLOW_SPLIT_KEYS", "true"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, _, err := loadConfig(env(c.key, c.value))
+			cfg, _, err := config.Load(env(c.key, c.value))
 			if err != nil {
 				t.Fatal(err)
 			}

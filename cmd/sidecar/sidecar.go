@@ -9,45 +9,23 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/proxy"
 )
-
-// kafka builds the client settings shared by the consumer and the producer.
-func (c Config) kafka() proxy.Kafka {
-	version, _ := c.kafkaVersion()
-	return proxy.Kafka{
-		Brokers: c.Brokers,
-		Base: func() *sarama.Config {
-			sc := sarama.NewConfig()
-			sc.Version = version
-			sc.ClientID = c.ClientID
-			// A metadata request never creates a topic: on brokers with
-			// auto.create.topics.enable a mistyped or missing topic would
-			// otherwise appear with the broker's defaults.
-			sc.Metadata.AllowAutoTopicCreation = false
-			c.Security.apply(sc)
-			return sc
-		},
-		TransactionTimeout: c.TransactionTimeout,
-		SessionTimeout:     c.SessionTimeout,
-		MaxRecordBytes:     c.MaxRecordBytes,
-	}
-}
 
 // listen opens the HTTP endpoints before anything else, so /healthz
 // answers during start-up. A listener that cannot open is a configuration
 // error: nothing else about the sidecar can work without it.
-func listen(cfg Config, log *slog.Logger) (*app.Server, *prometheus.Registry, error) {
+func listen(cfg config.Config, log *slog.Logger) (*app.Server, *prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := app.Listen(cfg.HTTPAddr, app.Options{Registry: reg, Pprof: cfg.Pprof}, log)
 	if err != nil {
-		return nil, nil, badVar("HTTP_ADDR", cfg.raw["HTTP_ADDR"], fmt.Sprintf("cannot listen there (%s): use a free port on an address of this host", shortErr(err)))
+		return nil, nil, config.BadVar("HTTP_ADDR", cfg.Raw("HTTP_ADDR"), fmt.Sprintf("cannot listen there (%s): use a free port on an address of this host", shortErr(err)))
 	}
 	log.Info("serving /healthz and /metrics; /readyz answers 200 once consuming", "http", srv.Addr())
 	return srv, reg, nil
@@ -55,14 +33,14 @@ func listen(cfg Config, log *slog.Logger) (*app.Server, *prometheus.Registry, er
 
 // start checks the cluster and connects the pipeline, every step bounded
 // and interruptible; it returns errInterrupted when ctx ends first.
-func start(ctx context.Context, cfg Config, log *slog.Logger, srv *app.Server, reg *prometheus.Registry) (*proxy.Pipeline, error) {
-	cfg.Security.warn(log)
-	k := cfg.kafka()
+func start(ctx context.Context, cfg config.Config, log *slog.Logger, srv *app.Server, reg *prometheus.Registry) (*proxy.Pipeline, error) {
+	cfg.Security.Warn(log)
+	k := cfg.Kafka()
 	st := &startup{ctx: ctx, log: log, http: srv}
 	if err := st.preflight(k, cfg); err != nil {
 		return nil, err
 	}
-	pc, _ := cfg.pipeline()
+	pc, _ := cfg.Pipeline()
 	var pipe *proxy.Pipeline
 	err := st.step("the transactional producer (InitProducerId) and the consumer group", checkAdvertised, dialStepTimeout, func(context.Context) error {
 		p, err := proxy.Dial(k, pc, log, reg)
@@ -82,11 +60,11 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, srv *app.Server, r
 // healthcheck asks the local sidecar's /healthz (the container image has no
 // shell or curl).
 func healthcheck(environ map[string]string, stderr io.Writer) int {
-	addr := environ[envPrefix+"HTTP_ADDR"]
+	addr := environ[config.Prefix+"HTTP_ADDR"]
 	if addr == "" {
 		addr = ":9464"
 	}
-	if err := checkHTTPAddr(addr); err != nil {
+	if err := config.CheckHTTPAddr(addr); err != nil {
 		fmt.Fprintln(stderr, "healthcheck:", err)
 		return 2
 	}

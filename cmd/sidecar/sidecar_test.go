@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/internal/kafkatest"
 )
 
@@ -31,7 +32,7 @@ func TestStartServeAndShutDown(t *testing.T) {
 		"PHASEGATE_ROUTING":         "key", // orders 2, payments 1 (routing.go)
 		"PHASEGATE_SESSION_TIMEOUT": "6s", "PHASEGATE_TRANSACTION_TIMEOUT": "5s",
 	}
-	cfg, _, err := loadConfig(env)
+	cfg, _, err := config.Load(env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/config"
 )
 
 // What to check when a step after the probe times out: the brokers have
@@ -50,7 +51,7 @@ type startup struct {
 //
 // check is what to look at when the deadline passes.
 func (s *startup) step(what, check string, timeout time.Duration, fn func(ctx context.Context) error) error {
-	s.log.Info("start-up: waiting for "+what, "timeout", fmtDuration(timeout))
+	s.log.Info("start-up: waiting for "+what, "timeout", config.FormatDuration(timeout))
 	s.http.Starting(what)
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -35,7 +36,7 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 		fmt.Fprintln(fs.Output(), "Exit status: 0 when printed, 1 when the sidecar cannot be reached, is starting or is not a phasegate sidecar, 2 on bad arguments.")
 		fs.PrintDefaults()
 	}
-	addr := fs.String("addr", "", "the sidecar's HTTP address (default: "+envPrefix+"HTTP_ADDR, else :9464)")
+	addr := fs.String("addr", "", "the sidecar's HTTP address (default: "+config.Prefix+"HTTP_ADDR, else :9464)")
 	sealed := fs.Int("sealed", 10, "how many of the last sealed phases to print")
 	all := fs.Bool("all", false, "also print every partition's row (/phases?partitions=all)")
 	top := fs.Int("top", proxy.DefaultTop, "how many of the partitions holding the watermark and of the most lagging to list")
@@ -81,7 +82,7 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 func statusBase(flagAddr string, environ map[string]string) (string, error) {
 	addr, from := flagAddr, "-addr"
 	if addr == "" {
-		addr, from = environ[envPrefix+"HTTP_ADDR"], envPrefix+"HTTP_ADDR"
+		addr, from = environ[config.Prefix+"HTTP_ADDR"], config.Prefix+"HTTP_ADDR"
 	}
 	if addr == "" {
 		addr = ":9464"
@@ -118,7 +119,7 @@ func fetchStatus(ctx context.Context, c *http.Client, base string, top int, all 
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the sidecar at %s: %w (is it running? point to it with -addr host:port or %sHTTP_ADDR)",
-			url, err, envPrefix)
+			url, err, config.Prefix)
 	}
 	defer resp.Body.Close()
 	ctype := resp.Header.Get("Content-Type")
@@ -131,12 +132,12 @@ func fetchStatus(ctx context.Context, c *http.Client, base string, top int, all 
 		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, text)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("%s is %w: GET /phases answered %s (%s); check -addr or %sHTTP_ADDR",
-			base, errNotSidecar, resp.Status, contentKind(ctype), envPrefix)
+			base, errNotSidecar, resp.Status, contentKind(ctype), config.Prefix)
 	}
 	var st proxy.Phases
 	if !strings.HasPrefix(ctype, "application/json") || json.Unmarshal(body, &st) != nil || st.Updated.IsZero() {
 		return nil, fmt.Errorf("%s is %w: GET /phases answered %s with %s, not a phase status; check -addr or %sHTTP_ADDR",
-			base, errNotSidecar, resp.Status, contentKind(ctype), envPrefix)
+			base, errNotSidecar, resp.Status, contentKind(ctype), config.Prefix)
 	}
 	if st.Summary == nil {
 		st.Summary = proxy.Summarize(&proxy.Status{GlobalWatermark: st.GlobalWatermark, Partitions: st.Partitions}, top)

@@ -12,22 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caarlos0/env/v11"
+	"github.com/phasegate/phasegate/internal/config"
 )
-
-// verifyEnv is the part of the environment `sidecar verify` reads: the
-// sidecar's connection settings, and its topic names as defaults for the
-// flags.
-type verifyEnv struct {
-	Brokers         []string      `env:"BROKERS,required,notEmpty"`
-	OutputTopic     string        `env:"OUTPUT_TOPIC"`
-	InputTopics     []string      `env:"INPUT_TOPICS"`
-	QuarantineTopic string        `env:"QUARANTINE_TOPIC"`
-	PhaseLength     time.Duration `env:"PHASE_LENGTH" envDefault:"1s"`
-	KafkaVersion    string        `env:"KAFKA_VERSION" envDefault:"3.9.0"`
-	ClientID        string        `env:"CLIENT_ID" envDefault:"phasegate"`
-	Security
-}
 
 // verifyOpts is what the flags ask for.
 type verifyOpts struct {
@@ -103,7 +89,7 @@ func (e *usageError) Error() string { return e.msg }
 
 // parseVerify reads the flags and the environment. flag.ErrHelp means
 // --help was asked for and printed.
-func parseVerify(args []string, environ map[string]string, stdout io.Writer) (verifyEnv, verifyOpts, error) {
+func parseVerify(args []string, environ map[string]string, stdout io.Writer) (config.VerifyEnv, verifyOpts, error) {
 	var o verifyOpts
 	fs := flag.NewFlagSet("sidecar verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -127,26 +113,15 @@ func parseVerify(args []string, environ map[string]string, stdout io.Writer) (ve
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			help()
-			return verifyEnv{}, o, err
+			return config.VerifyEnv{}, o, err
 		}
-		return verifyEnv{}, o, fmt.Errorf("%v (see sidecar verify --help)", err)
+		return config.VerifyEnv{}, o, fmt.Errorf("%v (see sidecar verify --help)", err)
 	}
 	if fs.NArg() > 0 {
-		return verifyEnv{}, o, fmt.Errorf("unexpected argument %q (see sidecar verify --help)", fs.Arg(0))
+		return config.VerifyEnv{}, o, fmt.Errorf("unexpected argument %q (see sidecar verify --help)", fs.Arg(0))
 	}
-	e, err := env.ParseAsWithOptions[verifyEnv](env.Options{Prefix: envPrefix, Environment: environ})
+	e, err := config.LoadVerify(environ)
 	if err != nil {
-		return e, o, envError(err, environ)
-	}
-	for _, b := range e.Brokers {
-		if !strings.Contains(b, ":") {
-			return e, o, badVar("BROKERS", strings.Join(e.Brokers, ","), "each broker is host:port")
-		}
-	}
-	if _, err := (Config{KafkaVersion: e.KafkaVersion}).kafkaVersion(); err != nil {
-		return e, o, err
-	}
-	if err := e.Security.resolve(environ); err != nil {
 		return e, o, err
 	}
 	if o.topic == "" {
@@ -163,7 +138,7 @@ func parseVerify(args []string, environ map[string]string, stdout io.Writer) (ve
 	}
 	o.phaseLength = e.PhaseLength
 	if o.phaseLength < time.Millisecond {
-		return e, o, badVar("PHASE_LENGTH", e.PhaseLength.String(), "at least 1ms")
+		return e, o, config.BadVar("PHASE_LENGTH", e.PhaseLength.String(), "at least 1ms")
 	}
 	switch *inputs {
 	case "":

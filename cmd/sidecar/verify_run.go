@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/internal/topicread"
 	"github.com/phasegate/phasegate/internal/verify"
 )
@@ -31,13 +32,13 @@ type verifier struct {
 
 // newVerifier connects and fixes every partition's range. Errors naming
 // something the user asked for (topic, partition, group) are *usageError.
-func newVerifier(e verifyEnv, o verifyOpts, stdout, stderr io.Writer) (*verifier, error) {
+func newVerifier(e config.VerifyEnv, o verifyOpts, stdout, stderr io.Writer) (*verifier, error) {
 	sc := sarama.NewConfig()
-	sc.Version, _ = (Config{KafkaVersion: e.KafkaVersion}).kafkaVersion()
+	sc.Version, _ = config.ParseKafkaVersion(e.KafkaVersion)
 	sc.ClientID = e.ClientID
 	sc.Consumer.IsolationLevel = sarama.ReadCommitted
 	sc.Metadata.Full = false
-	e.Security.apply(sc)
+	e.Security.Apply(sc)
 	client, err := sarama.NewClient(e.Brokers, sc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PHASEGATE_BROKERS=%s: %w", strings.Join(e.Brokers, ","), err)

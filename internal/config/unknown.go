@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // knownVariables lists every variable Config reads, with the prefix.
 func knownVariables() []string {
 	var names []string
-	eachVariable(func(name string, _ reflect.StructField) { names = append(names, envPrefix+name) })
+	eachVariable(func(name string, _ reflect.StructField) { names = append(names, Prefix+name) })
 	return names
 }
 
@@ -22,7 +22,7 @@ func unknownVariables(environ map[string]string, strict bool) ([]string, error) 
 	known := knownVariables()
 	var unknown []string
 	for k := range environ {
-		if strings.HasPrefix(k, envPrefix) && !slices.Contains(known, k) {
+		if strings.HasPrefix(k, Prefix) && !slices.Contains(known, k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -39,11 +39,11 @@ func unknownVariables(environ map[string]string, strict bool) ([]string, error) 
 		msgs = append(msgs, msg)
 	}
 	if strict {
-		return nil, &configError{fmt.Sprintf("%s; %sSTRICT_CONFIG=true refuses unknown variables (see sidecar --help for the known ones)",
-			strings.Join(msgs, "; "), envPrefix)}
+		return nil, &Error{fmt.Sprintf("%s; %sSTRICT_CONFIG=true refuses unknown variables (see sidecar --help for the known ones)",
+			strings.Join(msgs, "; "), Prefix)}
 	}
 	for i := range msgs {
-		msgs[i] += ": it is ignored (" + envPrefix + "STRICT_CONFIG=true makes this an error)"
+		msgs[i] += ": it is ignored (" + Prefix + "STRICT_CONFIG=true makes this an error)"
 	}
 	return msgs, nil
 }
@@ -52,7 +52,7 @@ func unknownVariables(environ map[string]string, strict bool) ([]string, error) 
 // enough to be a misspelling of it: at most a third of the length after
 // the prefix.
 func nearest(name string, known []string) string {
-	best, bestDist := "", len(strings.TrimPrefix(name, envPrefix))/3+1
+	best, bestDist := "", len(strings.TrimPrefix(name, Prefix))/3+1
 	for _, k := range known {
 		if d := editDistance(name, k); d < bestDist {
 			best, bestDist = k, d

@@ -1,9 +1,9 @@
-package main
+package config
 
 import (
-	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,9 +164,11 @@ func refusals() []struct {
 	}
 }
 
-// Bad configuration stops the program before it connects: exit status 2
-// and one line naming the variable, its value and what is allowed. The
-// same line comes from `sidecar config`.
+// Bad configuration stops the program before it connects: Load returns an
+// *Error (cmd/sidecar: exit status 2, for `sidecar` and `sidecar config`)
+// of exactly this one line naming the variable, its value and what is
+// allowed. cmd/sidecar's TestConfigLinesReachTheUser checks that the line
+// reaches stderr as it is.
 func TestRefusals(t *testing.T) {
 	for _, c := range refusals() {
 		t.Run(c.name, func(t *testing.T) {
@@ -178,18 +180,13 @@ func TestRefusals(t *testing.T) {
 					env[k] = v
 				}
 			}
-			for _, args := range [][]string{nil, {"config"}} {
-				var stdout, stderr bytes.Buffer
-				code := run(args, env, &stdout, &stderr)
-				if code != 2 {
-					t.Fatalf("sidecar %v: exit status %d, want 2 (stderr %q)", args, code, stderr.String())
-				}
-				if want := "sidecar: " + c.line + "\n"; stderr.String() != want {
-					t.Errorf("sidecar %v:\n got %q\nwant %q", args, stderr.String(), want)
-				}
-				if stdout.Len() != 0 {
-					t.Errorf("sidecar %v printed to stdout: %q", args, stdout.String())
-				}
+			_, _, err := Load(env)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load: %v, want an *Error (exit status 2)", err)
+			}
+			if err.Error() != c.line {
+				t.Errorf("\n got %q\nwant %q", err.Error(), c.line)
 			}
 		})
 	}
@@ -211,25 +208,26 @@ func TestRefusalsSpeakToUsers(t *testing.T) {
 }
 
 // An unknown PHASEGATE_* variable is a warning naming the nearest known
-// one; the configuration is still valid.
+// one; the configuration is still valid (cmd/sidecar prints each warning
+// after "sidecar: warning: ").
 func TestUnknownVariableWarns(t *testing.T) {
 	tests := []struct {
 		name, key, warning string
 	}{
-		{"missing S", "PHASEGATE_BROKER", "sidecar: warning: PHASEGATE_BROKER is not a phasegate variable (did you mean PHASEGATE_BROKERS?): it is ignored (PHASEGATE_STRICT_CONFIG=true makes this an error)\n"},
-		{"extra S", "PHASEGATE_IDLE_TIMEOUTS", "sidecar: warning: PHASEGATE_IDLE_TIMEOUTS is not a phasegate variable (did you mean PHASEGATE_IDLE_TIMEOUT?): it is ignored (PHASEGATE_STRICT_CONFIG=true makes this an error)\n"},
-		{"nothing near", "PHASEGATE_COLOUR", "sidecar: warning: PHASEGATE_COLOUR is not a phasegate variable: it is ignored (PHASEGATE_STRICT_CONFIG=true makes this an error)\n"},
+		{"missing S", "PHASEGATE_BROKER", "PHASEGATE_BROKER is not a phasegate variable (did you mean PHASEGATE_BROKERS?): it is ignored (PHASEGATE_STRICT_CONFIG=true makes this an error)"},
+		{"extra S", "PHASEGATE_IDLE_TIMEOUTS", "PHASEGATE_IDLE_TIMEOUTS is not a phasegate variable (did you mean PHASEGATE_IDLE_TIMEOUT?): it is ignored (PHASEGATE_STRICT_CONFIG=true makes this an error)"},
+		{"nothing near", "PHASEGATE_COLOUR", "PHASEGATE_COLOUR is not a phasegate variable: it is ignored (PHASEGATE_STRICT_CONFIG=true makes this an error)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := validEnv()
 			env[tt.key] = "x"
-			var stdout, stderr bytes.Buffer
-			if code := run([]string{"config"}, env, &stdout, &stderr); code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr.String())
+			_, warnings, err := Load(env)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if stderr.String() != tt.warning {
-				t.Errorf("got %q\nwant %q", stderr.String(), tt.warning)
+			if !slices.Equal(warnings, []string{tt.warning}) {
+				t.Errorf("got %q\nwant %q", warnings, []string{tt.warning})
 			}
 		})
 	}
@@ -256,7 +254,7 @@ func TestAccepted(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			if _, _, err := loadConfig(env); err != nil {
+			if _, _, err := Load(env); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -264,7 +262,7 @@ func TestAccepted(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	cfg, warnings, err := loadConfig(validEnv())
+	cfg, warnings, err := Load(validEnv())
 	if err != nil || len(warnings) != 0 {
 		t.Fatal(err, warnings)
 	}
@@ -281,32 +279,13 @@ func TestPasswordFileMissing(t *testing.T) {
 	env["PHASEGATE_SECURITY_PROTOCOL"] = "SASL_PLAINTEXT"
 	env["PHASEGATE_SASL_USERNAME"] = "app"
 	env["PHASEGATE_SASL_PASSWORD_FILE"] = filepath.Join(t.TempDir(), "none")
-	var stdout, stderr bytes.Buffer
-	if code := run(nil, env, &stdout, &stderr); code != 2 {
-		t.Fatalf("exit %d", code)
+	_, _, err := Load(env)
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("Load: %v, want an *Error (exit status 2)", err)
 	}
-	if want := "sidecar: PHASEGATE_SASL_PASSWORD_FILE=\"" + env["PHASEGATE_SASL_PASSWORD_FILE"] + "\" cannot be read: " + syscall.ENOENT.Error() + "\n"; stderr.String() != want {
-		t.Errorf("got %q\nwant %q", stderr.String(), want)
-	}
-}
-
-// Errors of the library packages reach the log without their package
-// prefixes, wherever the chain wrapped them.
-func TestForUsers(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"proxy: consumer group g: txn: fenced: another instance with the same transactional ID took over",
-			"consumer group g: fenced: another instance with the same transactional ID took over"},
-		{"watermarks: invalid configuration: PHASEGATE_PHASE_LENGTH=0s must be above 0",
-			"invalid configuration: PHASEGATE_PHASE_LENGTH=0s must be above 0"},
-		{"commit (dedupe: identity bound exceeded)", "commit (identity bound exceeded)"},
-		{"kafka: client has run out of available brokers", "kafka: client has run out of available brokers"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			if got := forUsers(tt.in); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
+	if want := "PHASEGATE_SASL_PASSWORD_FILE=\"" + env["PHASEGATE_SASL_PASSWORD_FILE"] + "\" cannot be read: " + syscall.ENOENT.Error(); err.Error() != want {
+		t.Errorf("got %q\nwant %q", err.Error(), want)
 	}
 }
 
@@ -329,11 +308,11 @@ func TestTasksVariable(t *testing.T) {
 			if tt.value != unset {
 				environ["PHASEGATE_TASKS"] = tt.value
 			}
-			cfg, _, err := loadConfig(environ)
+			cfg, _, err := Load(environ)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pc, err := cfg.pipeline()
+			pc, err := cfg.Pipeline()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,10 +334,10 @@ func TestSettingsErrorNamesTheVariables(t *testing.T) {
 		}
 		return l.Settings()
 	}
-	err := settingsError("joins", &tasks.SettingsError{Group: layout(100*time.Millisecond, "aligned"), Mine: layout(time.Second, "aligned")})
+	err := SettingsError("joins", &tasks.SettingsError{Group: layout(100*time.Millisecond, "aligned"), Mine: layout(time.Second, "aligned")})
 	want := "PHASEGATE_PHASE_LENGTH is 1s here but 100ms in consumer group joins: every instance of a group must agree; change a setting on every instance at once (stop them all), and a phase length, bound or layout with a new group and output topic"
-	var ce *configError
-	if !errors.As(err, &ce) || ce.msg != want {
-		t.Fatalf("settingsError = %v\nwant %s", err, want)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Msg != want {
+		t.Fatalf("SettingsError = %v\nwant %s", err, want)
 	}
 }

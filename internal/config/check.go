@@ -1,7 +1,8 @@
-package main
+package config
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"reflect"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 func rawValues(environ map[string]string) map[string]string {
 	raw := map[string]string{}
 	eachVariable(func(name string, f reflect.StructField) {
-		if v, ok := environ[envPrefix+name]; ok {
+		if v, ok := environ[Prefix+name]; ok {
 			raw[name] = v
 		} else {
 			raw[name] = f.Tag.Get("envDefault")
@@ -51,15 +52,16 @@ type durationBound struct {
 }
 
 func (b durationBound) allowed() string {
-	r := fmt.Sprintf("from %s to %s", fmtDuration(b.min), fmtDuration(b.max))
+	r := fmt.Sprintf("from %s to %s", FormatDuration(b.min), FormatDuration(b.max))
 	if b.zero != "" {
 		r = "0 (" + b.zero + ") or " + r
 	}
 	return r + ", such as 500ms, 5s or 1m (" + b.why + ")"
 }
 
-// fmtDuration writes whole units as people do ("1h", not "1h0m0s").
-func fmtDuration(d time.Duration) string {
+// FormatDuration writes whole units as people do ("1h", not "1h0m0s"):
+// messages and `sidecar config` show durations so.
+func FormatDuration(d time.Duration) string {
 	for _, u := range []struct {
 		d    time.Duration
 		name string
@@ -133,16 +135,16 @@ func (c Config) check(raw map[string]string) error {
 			if why := topicNameProblem(topic); why != "" {
 				value := raw[t.name]
 				if t.name == "QUARANTINE_TOPIC" && value == "" {
-					return badVar("OUTPUT_TOPIC", raw["OUTPUT_TOPIC"], fmt.Sprintf("the quarantine topic's name %q (<output>.quarantine) %s; set PHASEGATE_QUARANTINE_TOPIC", topic, why))
+					return BadVar("OUTPUT_TOPIC", raw["OUTPUT_TOPIC"], fmt.Sprintf("the quarantine topic's name %q (<output>.quarantine) %s; set PHASEGATE_QUARANTINE_TOPIC", topic, why))
 				}
 				if t.name == "WATERMARK_TOPIC" && value == "" {
-					return badVar("GROUP_ID", raw["GROUP_ID"], fmt.Sprintf("the watermark topic's name %q (<group>.watermarks) %s; set PHASEGATE_WATERMARK_TOPIC", topic, why))
+					return BadVar("GROUP_ID", raw["GROUP_ID"], fmt.Sprintf("the watermark topic's name %q (<group>.watermarks) %s; set PHASEGATE_WATERMARK_TOPIC", topic, why))
 				}
-				return badVar(t.name, value, fmt.Sprintf("%q %s", topic, why))
+				return BadVar(t.name, value, fmt.Sprintf("%q %s", topic, why))
 			}
 		}
 	}
-	if err := checkHTTPAddr(c.HTTPAddr); err != nil {
+	if err := CheckHTTPAddr(c.HTTPAddr); err != nil {
 		return err
 	}
 	durations := []struct {
@@ -158,19 +160,19 @@ func (c Config) check(raw map[string]string) error {
 		if (d.v == 0 && b.zero != "") || (d.v >= b.min && d.v <= b.max) {
 			continue
 		}
-		return badVar(d.name, raw[d.name], "must be "+b.allowed())
+		return BadVar(d.name, raw[d.name], "must be "+b.allowed())
 	}
 	switch {
 	case c.PhaseLength%time.Millisecond != 0:
-		return badVar("PHASE_LENGTH", raw["PHASE_LENGTH"], "must be a whole number of milliseconds (markers carry phases in milliseconds)")
+		return BadVar("PHASE_LENGTH", raw["PHASE_LENGTH"], "must be a whole number of milliseconds (markers carry phases in milliseconds)")
 	case c.MaxOutOfOrderness >= c.PhaseLength:
-		return badVar("MAX_OUT_OF_ORDERNESS", raw["MAX_OUT_OF_ORDERNESS"], fmt.Sprintf(
-			"must be below %sPHASE_LENGTH=%q: a bound of a phase or more holds every phase open until the next one has passed", envPrefix, raw["PHASE_LENGTH"]))
+		return BadVar("MAX_OUT_OF_ORDERNESS", raw["MAX_OUT_OF_ORDERNESS"], fmt.Sprintf(
+			"must be below %sPHASE_LENGTH=%q: a bound of a phase or more holds every phase open until the next one has passed", Prefix, raw["PHASE_LENGTH"]))
 	case c.SealTimeoutMin > c.SealTimeoutMax:
-		return badVar("SEAL_TIMEOUT_MIN", raw["SEAL_TIMEOUT_MIN"], fmt.Sprintf("must not be above %sSEAL_TIMEOUT_MAX=%q", envPrefix, raw["SEAL_TIMEOUT_MAX"]))
+		return BadVar("SEAL_TIMEOUT_MIN", raw["SEAL_TIMEOUT_MIN"], fmt.Sprintf("must not be above %sSEAL_TIMEOUT_MAX=%q", Prefix, raw["SEAL_TIMEOUT_MAX"]))
 	case c.TransactionTimeout >= c.SessionTimeout:
-		return badVar("TRANSACTION_TIMEOUT", raw["TRANSACTION_TIMEOUT"], fmt.Sprintf(
-			"must be below %sSESSION_TIMEOUT=%q, or the group may move on while a transaction is still open", envPrefix, raw["SESSION_TIMEOUT"]))
+		return BadVar("TRANSACTION_TIMEOUT", raw["TRANSACTION_TIMEOUT"], fmt.Sprintf(
+			"must be below %sSESSION_TIMEOUT=%q, or the group may move on while a transaction is still open", Prefix, raw["SESSION_TIMEOUT"]))
 	}
 	numbers := []struct {
 		name string
@@ -178,22 +180,31 @@ func (c Config) check(raw map[string]string) error {
 	}{{"MAX_BUFFER_BYTES", c.MaxBufferBytes}, {"DEDUPE_PHASES", int64(c.DedupePhases)}, {"DEDUPE_IDS", int64(c.DedupeIDs)}, {"MAX_RECORD_BYTES", int64(c.MaxRecordBytes)}}
 	for _, n := range numbers {
 		if b, _ := intRule(n.name); n.v < b.min || n.v > b.max {
-			return badVar(n.name, raw[n.name], "must be "+b.allowed())
+			return BadVar(n.name, raw[n.name], "must be "+b.allowed())
 		}
 	}
 	if _, err := c.routing(); err != nil {
 		return err
 	}
-	if _, err := c.kafkaVersion(); err != nil {
+	if _, err := ParseKafkaVersion(c.KafkaVersion); err != nil {
 		return err
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if _, err := ParseLevel(c.LogLevel); err != nil {
 		return err
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return badVar("LOG_FORMAT", c.LogFormat, "text or json")
+		return BadVar("LOG_FORMAT", c.LogFormat, "text or json")
 	}
 	return nil
+}
+
+// ParseLevel is PHASEGATE_LOG_LEVEL as slog's level, or an *Error.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, BadVar("LOG_LEVEL", s, "debug, info, warn or error")
+	}
+	return l, nil
 }
 
 // checkBrokers wants host:port, a port from 1 to 65535, for every broker.
@@ -214,17 +225,17 @@ func checkBrokers(brokers []string, raw string) error {
 			why = fmt.Sprintf("%q: %q is not a host name or IP address", b, host)
 		}
 		if why != "" {
-			return badVar("BROKERS", raw, why+": want host:port[,host:port...], such as kafka:9092")
+			return BadVar("BROKERS", raw, why+": want host:port[,host:port...], such as kafka:9092")
 		}
 	}
 	return nil
 }
 
 // checkHTTPAddr wants [host]:port, port from 0 (any free port) to 65535.
-func checkHTTPAddr(addr string) error {
+func CheckHTTPAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || !validPort(port, 0) || (host != "" && !validHost(host)) {
-		return badVar("HTTP_ADDR", addr, "want [host]:port with a port from 0 to 65535, such as :9464 or 127.0.0.1:9464")
+		return BadVar("HTTP_ADDR", addr, "want [host]:port with a port from 0 to 65535, such as :9464 or 127.0.0.1:9464")
 	}
 	return nil
 }

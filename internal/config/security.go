@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/sha256"
@@ -34,30 +34,35 @@ type Security struct {
 	tls      *tls.Config
 }
 
+// TLS is the TLS configuration Resolve loaded, nil when the protocol does
+// not use TLS. The preflight's broker probe shakes hands with it.
+func (s Security) TLS() *tls.Config { return s.tls }
+
 func (s Security) usesTLS() bool  { return s.Protocol == "SSL" || s.Protocol == "SASL_SSL" }
 func (s Security) usesSASL() bool { return strings.HasPrefix(s.Protocol, "SASL_") }
 
-// resolve checks the combination and loads the files once, at start.
-// environ tells which variables were set at all (a mechanism or a TLS
-// option set for a protocol that does not use it is a mistake to name).
-func (s *Security) resolve(environ map[string]string) error {
+// Resolve checks the combination and loads the files once, at start
+// (Load, LoadVerify); every error is an *Error naming the variable. environ
+// tells which variables were set at all (a mechanism or a TLS option set
+// for a protocol that does not use it is a mistake to name).
+func (s *Security) Resolve(environ map[string]string) error {
 	switch s.Protocol {
 	case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 	default:
-		return badVar("SECURITY_PROTOCOL", s.Protocol, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+		return BadVar("SECURITY_PROTOCOL", s.Protocol, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
 	}
-	if v, set := environ[envPrefix+"SASL_MECHANISM"]; set && !s.usesSASL() {
-		return &configError{fmt.Sprintf("%sSASL_MECHANISM=%q is set but %sSECURITY_PROTOCOL=%q does not use SASL: set %sSECURITY_PROTOCOL to SASL_PLAINTEXT or SASL_SSL, or unset %sSASL_MECHANISM",
-			envPrefix, v, envPrefix, s.Protocol, envPrefix, envPrefix)}
+	if v, set := environ[Prefix+"SASL_MECHANISM"]; set && !s.usesSASL() {
+		return &Error{fmt.Sprintf("%sSASL_MECHANISM=%q is set but %sSECURITY_PROTOCOL=%q does not use SASL: set %sSECURITY_PROTOCOL to SASL_PLAINTEXT or SASL_SSL, or unset %sSASL_MECHANISM",
+			Prefix, v, Prefix, s.Protocol, Prefix, Prefix)}
 	}
-	if v, set := environ[envPrefix+"TLS_INSECURE_SKIP_VERIFY"]; set && s.TLSInsecureSkipVer && !s.usesTLS() {
-		return &configError{fmt.Sprintf("%sTLS_INSECURE_SKIP_VERIFY=%q is set but %sSECURITY_PROTOCOL=%q does not use TLS: use SSL or SASL_SSL, or unset %sTLS_INSECURE_SKIP_VERIFY",
-			envPrefix, v, envPrefix, s.Protocol, envPrefix)}
+	if v, set := environ[Prefix+"TLS_INSECURE_SKIP_VERIFY"]; set && s.TLSInsecureSkipVer && !s.usesTLS() {
+		return &Error{fmt.Sprintf("%sTLS_INSECURE_SKIP_VERIFY=%q is set but %sSECURITY_PROTOCOL=%q does not use TLS: use SSL or SASL_SSL, or unset %sTLS_INSECURE_SKIP_VERIFY",
+			Prefix, v, Prefix, s.Protocol, Prefix)}
 	}
 	if !s.usesTLS() {
 		for name, v := range map[string]string{"TLS_CA_FILE": s.TLSCAFile, "TLS_CERT_FILE": s.TLSCertFile, "TLS_KEY_FILE": s.TLSKeyFile, "TLS_SERVER_NAME": s.TLSServerName} {
 			if v != "" {
-				return &configError{fmt.Sprintf("%s%s is set but %sSECURITY_PROTOCOL=%q does not use TLS: use SSL or SASL_SSL", envPrefix, name, envPrefix, s.Protocol)}
+				return &Error{fmt.Sprintf("%s%s is set but %sSECURITY_PROTOCOL=%q does not use TLS: use SSL or SASL_SSL", Prefix, name, Prefix, s.Protocol)}
 			}
 		}
 	}
@@ -66,7 +71,7 @@ func (s *Security) resolve(environ map[string]string) error {
 			return err
 		}
 	} else if s.SASLUsername != "" || s.SASLPassword != "" || s.SASLPasswordFile != "" {
-		return &configError{fmt.Sprintf("SASL credentials (%sSASL_USERNAME, %sSASL_PASSWORD or _FILE) are set but %sSECURITY_PROTOCOL=%q does not use SASL: use SASL_PLAINTEXT or SASL_SSL", envPrefix, envPrefix, envPrefix, s.Protocol)}
+		return &Error{fmt.Sprintf("SASL credentials (%sSASL_USERNAME, %sSASL_PASSWORD or _FILE) are set but %sSECURITY_PROTOCOL=%q does not use SASL: use SASL_PLAINTEXT or SASL_SSL", Prefix, Prefix, Prefix, s.Protocol)}
 	}
 	if s.usesTLS() {
 		return s.resolveTLS()
@@ -78,25 +83,25 @@ func (s *Security) resolveSASL() error {
 	switch s.SASLMechanism {
 	case sarama.SASLTypePlaintext, sarama.SASLTypeSCRAMSHA256, sarama.SASLTypeSCRAMSHA512:
 	default:
-		return badVar("SASL_MECHANISM", s.SASLMechanism, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+		return BadVar("SASL_MECHANISM", s.SASLMechanism, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	}
 	if s.SASLUsername == "" {
-		return &configError{fmt.Sprintf("%sSASL_USERNAME is empty: %sSECURITY_PROTOCOL=%s needs a user name", envPrefix, envPrefix, s.Protocol)}
+		return &Error{fmt.Sprintf("%sSASL_USERNAME is empty: %sSECURITY_PROTOCOL=%s needs a user name", Prefix, Prefix, s.Protocol)}
 	}
 	switch {
 	case s.SASLPassword != "" && s.SASLPasswordFile != "":
-		return &configError{fmt.Sprintf("%sSASL_PASSWORD and %sSASL_PASSWORD_FILE are both set: use one", envPrefix, envPrefix)}
+		return &Error{fmt.Sprintf("%sSASL_PASSWORD and %sSASL_PASSWORD_FILE are both set: use one", Prefix, Prefix)}
 	case s.SASLPasswordFile != "":
 		b, err := os.ReadFile(s.SASLPasswordFile)
 		if err != nil {
-			return &configError{fmt.Sprintf("%sSASL_PASSWORD_FILE=%q cannot be read: %v", envPrefix, s.SASLPasswordFile, pathError(err))}
+			return &Error{fmt.Sprintf("%sSASL_PASSWORD_FILE=%q cannot be read: %v", Prefix, s.SASLPasswordFile, pathError(err))}
 		}
 		s.password = strings.TrimRight(string(b), "\r\n")
 	default:
 		s.password = s.SASLPassword
 	}
 	if s.password == "" {
-		return &configError{fmt.Sprintf("no SASL password: set %sSASL_PASSWORD or %sSASL_PASSWORD_FILE (mechanism %s needs credentials)", envPrefix, envPrefix, s.SASLMechanism)}
+		return &Error{fmt.Sprintf("no SASL password: set %sSASL_PASSWORD or %sSASL_PASSWORD_FILE (mechanism %s needs credentials)", Prefix, Prefix, s.SASLMechanism)}
 	}
 	return nil
 }
@@ -106,24 +111,24 @@ func (s *Security) resolveTLS() error {
 	if s.TLSCAFile != "" {
 		pem, err := os.ReadFile(s.TLSCAFile)
 		if err != nil {
-			return &configError{fmt.Sprintf("%sTLS_CA_FILE=%q cannot be read: %v", envPrefix, s.TLSCAFile, pathError(err))}
+			return &Error{fmt.Sprintf("%sTLS_CA_FILE=%q cannot be read: %v", Prefix, s.TLSCAFile, pathError(err))}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return &configError{fmt.Sprintf("%sTLS_CA_FILE=%q holds no PEM certificate", envPrefix, s.TLSCAFile)}
+			return &Error{fmt.Sprintf("%sTLS_CA_FILE=%q holds no PEM certificate", Prefix, s.TLSCAFile)}
 		}
 		c.RootCAs = pool
 	}
 	switch {
 	case s.TLSCertFile != "" && s.TLSKeyFile == "":
-		return &configError{fmt.Sprintf("%sTLS_CERT_FILE is set without %sTLS_KEY_FILE: mutual TLS needs both", envPrefix, envPrefix)}
+		return &Error{fmt.Sprintf("%sTLS_CERT_FILE is set without %sTLS_KEY_FILE: mutual TLS needs both", Prefix, Prefix)}
 	case s.TLSKeyFile != "" && s.TLSCertFile == "":
-		return &configError{fmt.Sprintf("%sTLS_KEY_FILE is set without %sTLS_CERT_FILE: mutual TLS needs both", envPrefix, envPrefix)}
+		return &Error{fmt.Sprintf("%sTLS_KEY_FILE is set without %sTLS_CERT_FILE: mutual TLS needs both", Prefix, Prefix)}
 	case s.TLSCertFile != "":
 		cert, err := tls.LoadX509KeyPair(s.TLSCertFile, s.TLSKeyFile)
 		if err != nil {
-			return &configError{fmt.Sprintf("%sTLS_CERT_FILE=%q and %sTLS_KEY_FILE=%q do not load as a key pair: %v",
-				envPrefix, s.TLSCertFile, envPrefix, s.TLSKeyFile, pathError(err))}
+			return &Error{fmt.Sprintf("%sTLS_CERT_FILE=%q and %sTLS_KEY_FILE=%q do not load as a key pair: %v",
+				Prefix, s.TLSCertFile, Prefix, s.TLSKeyFile, pathError(err))}
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
@@ -139,15 +144,16 @@ func pathError(err error) error {
 	return err
 }
 
-// warn logs what an operator must know at every start.
-func (s Security) warn(log *slog.Logger) {
+// Warn logs what an operator must know at every start.
+func (s Security) Warn(log *slog.Logger) {
 	if s.usesTLS() && s.TLSInsecureSkipVer {
 		log.Warn("PHASEGATE_TLS_INSECURE_SKIP_VERIFY=true: the brokers' certificates are NOT verified; anyone on the path can read and change the data")
 	}
 }
 
-// apply sets TLS and SASL on a sarama configuration.
-func (s Security) apply(c *sarama.Config) {
+// Apply sets TLS and SASL on a sarama configuration, as Resolve loaded
+// them. Every client of the sidecar and of `sidecar verify` gets it.
+func (s Security) Apply(c *sarama.Config) {
 	if s.usesTLS() {
 		c.Net.TLS.Enable = true
 		c.Net.TLS.Config = s.tls.Clone()
