@@ -10,7 +10,7 @@
 //     for transaction.max.timeout.ms, as soon as a broker has told it).
 //   - /healthz answers from the first moment; /readyz only while consuming.
 //   - Every start-up step runs under the signal context and its own
-//     deadline (startup.step): SIGTERM/SIGINT during start-up exit at once
+//     deadline (preflight.Steps): SIGTERM/SIGINT during start-up exit at once
 //     with status 0; after it, the two-phase shutdown takes at most 25 s.
 //   - No user-facing message starts with an internal package name
 //     (forUsers here, config's userMessage).

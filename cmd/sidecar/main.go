@@ -15,6 +15,7 @@ import (
 
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/internal/config"
+	"github.com/phasegate/phasegate/internal/preflight"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/tasks"
 )
@@ -98,7 +99,7 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errInterrupted):
+	case errors.Is(err, preflight.ErrInterrupted):
 		log.Info(err.Error() + ": nothing was started; exiting")
 		return 0
 	case errors.As(err, &ce):
@@ -170,7 +171,7 @@ has no shell or curl.
 const shutdownGrace = 25 * time.Second
 
 // serve runs the sidecar until ctx ends (a signal) or a fatal error. A
-// signal during start-up ends it at once with errInterrupted.
+// signal during start-up ends it at once with preflight.ErrInterrupted.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	srv, reg, err := listen(cfg, log)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/internal/config"
+	"github.com/phasegate/phasegate/internal/preflight"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -25,24 +26,25 @@ func listen(cfg config.Config, log *slog.Logger) (*app.Server, *prometheus.Regis
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := app.Listen(cfg.HTTPAddr, app.Options{Registry: reg, Pprof: cfg.Pprof}, log)
 	if err != nil {
-		return nil, nil, config.BadVar("HTTP_ADDR", cfg.Raw("HTTP_ADDR"), fmt.Sprintf("cannot listen there (%s): use a free port on an address of this host", shortErr(err)))
+		return nil, nil, config.BadVar("HTTP_ADDR", cfg.Raw("HTTP_ADDR"), fmt.Sprintf("cannot listen there (%s): use a free port on an address of this host", preflight.ShortErr(err)))
 	}
 	log.Info("serving /healthz and /metrics; /readyz answers 200 once consuming", "http", srv.Addr())
 	return srv, reg, nil
 }
 
 // start checks the cluster and connects the pipeline, every step bounded
-// and interruptible; it returns errInterrupted when ctx ends first.
+// and interruptible; it returns preflight.ErrInterrupted when ctx ends
+// first.
 func start(ctx context.Context, cfg config.Config, log *slog.Logger, srv *app.Server, reg *prometheus.Registry) (*proxy.Pipeline, error) {
 	cfg.Security.Warn(log)
 	k := cfg.Kafka()
-	st := &startup{ctx: ctx, log: log, http: srv}
-	if err := st.preflight(k, cfg); err != nil {
+	st := preflight.New(ctx, log, srv)
+	if err := st.Check(k, cfg); err != nil {
 		return nil, err
 	}
 	pc, _ := cfg.Pipeline()
 	var pipe *proxy.Pipeline
-	err := st.step("the transactional producer (InitProducerId) and the consumer group", checkAdvertised, dialStepTimeout, func(context.Context) error {
+	err := st.Step("the transactional producer (InitProducerId) and the consumer group", preflight.CheckAdvertised, preflight.DialTimeout, func(context.Context) error {
 		p, err := proxy.Dial(k, pc, log, reg)
 		pipe = p
 		return err

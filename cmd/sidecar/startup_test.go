@@ -282,6 +282,13 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
+// Kafka's API keys that fakeKafka knows: ApiVersions, which it answers, and
+// InitProducerId, which it lists so that the probe finds transactions.
+const (
+	apiVersionsKey    = 18
+	apiInitProducerID = 22
+)
+
 // fakeKafka answers ApiVersions v0 as a broker does (with InitProducerId)
 // and nothing else: every other request waits for the connection to close.
 // Like a broker, it drops a connection whose first bytes give an absurd

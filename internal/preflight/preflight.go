@@ -1,4 +1,4 @@
-package main
+package preflight
 
 import (
 	"context"
@@ -21,18 +21,21 @@ import (
 // lacks it cannot run transactions.
 const apiInitProducerID = 22
 
-// preflight checks, before anything is consumed, what would otherwise fail
+// Check checks, before anything is consumed, what would otherwise fail
 // later: the brokers answer Kafka and support transactions, the transaction
 // timeout fits the brokers' bound, the input and output topics exist, the
-// quarantine topic exists or can be created. Every step is bounded.
-func (s *startup) preflight(k proxy.Kafka, cfg config.Config) error {
-	if err := s.step(fmt.Sprintf("an answer from the brokers %v (TCP, then a Kafka ApiVersions request)", k.Brokers),
+// routing suits their partition counts, the quarantine topic exists or can
+// be created. Every step is bounded (Step). A value that the brokers show
+// cannot work is a *config.Error (exit status 2); the rest name what to
+// check.
+func (s *Steps) Check(k proxy.Kafka, cfg config.Config) error {
+	if err := s.Step(fmt.Sprintf("an answer from the brokers %v (TCP, then a Kafka ApiVersions request)", k.Brokers),
 		"check "+config.Prefix+"BROKERS and the network", probeStepTimeout,
 		func(ctx context.Context) error { return probeBrokers(ctx, k.Brokers, cfg) }); err != nil {
 		return err
 	}
 	var client sarama.Client
-	if err := s.step("the cluster metadata from "+strings.Join(k.Brokers, ","), checkBrokerHealth, metadataStepTimeout, func(ctx context.Context) error {
+	if err := s.Step("the cluster metadata from "+strings.Join(k.Brokers, ","), checkBrokerHealth, metadataStepTimeout, func(ctx context.Context) error {
 		c, err := sarama.NewClient(k.Brokers, preflightConfig(k))
 		if err != nil {
 			return diagnose(k, err)
@@ -46,11 +49,11 @@ func (s *startup) preflight(k proxy.Kafka, cfg config.Config) error {
 		return err
 	}
 	defer client.Close()
-	if err := s.step("transaction.max.timeout.ms from a broker (DescribeConfigs)", checkBrokerHealth, configsStepTimeout,
+	if err := s.Step("transaction.max.timeout.ms from a broker (DescribeConfigs)", checkBrokerHealth, configsStepTimeout,
 		func(context.Context) error { return s.checkTransactionTimeout(client, cfg) }); err != nil {
 		return err
 	}
-	if err := s.step("the list of topics", checkBrokerHealth, metadataStepTimeout, func(context.Context) error { return checkTopics(client, cfg) }); err != nil {
+	if err := s.Step("the list of topics", checkBrokerHealth, metadataStepTimeout, func(context.Context) error { return checkTopics(client, cfg) }); err != nil {
 		return err
 	}
 	if err := routingCheck(client, cfg); err != nil {
@@ -59,7 +62,7 @@ func (s *startup) preflight(k proxy.Kafka, cfg config.Config) error {
 	if hasTopic(client, cfg.QuarantineTopic) {
 		return nil
 	}
-	return s.step("the quarantine topic "+strconv.Quote(cfg.QuarantineTopic)+" to be created", checkAdvertised, quarantineStepTimeout,
+	return s.Step("the quarantine topic "+strconv.Quote(cfg.QuarantineTopic)+" to be created", CheckAdvertised, quarantineStepTimeout,
 		func(ctx context.Context) error { return s.createQuarantine(ctx, client, cfg) })
 }
 
@@ -108,7 +111,7 @@ func probeBrokers(ctx context.Context, brokers []string, cfg config.Config) erro
 // refuse at InitProducerId (INVALID_TRANSACTION_TIMEOUT), with exit status
 // 2 and both numbers. When the broker does not tell (no DescribeConfigs
 // right), it says so and goes on.
-func (s *startup) checkTransactionTimeout(client sarama.Client, cfg config.Config) error {
+func (s *Steps) checkTransactionTimeout(client sarama.Client, cfg config.Config) error {
 	brokers := client.Brokers()
 	if len(brokers) == 0 {
 		return errors.New("the cluster metadata lists no broker")
@@ -175,7 +178,7 @@ func hasTopic(client sarama.Client, topic string) bool {
 
 // createQuarantine creates the quarantine topic with the output topic's
 // partition count.
-func (s *startup) createQuarantine(ctx context.Context, client sarama.Client, cfg config.Config) error {
+func (s *Steps) createQuarantine(ctx context.Context, client sarama.Client, cfg config.Config) error {
 	parts, err := client.Partitions(cfg.OutputTopic)
 	if err != nil {
 		return fmt.Errorf("partitions of output topic %s: %w", cfg.OutputTopic, err)

@@ -1,4 +1,4 @@
-package main
+package preflight
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func probe(ctx context.Context, addr string, tlsCfg *tls.Config, protocol string
 		return nil, tlsListener(addr, protocol)
 	}
 	return nil, fmt.Errorf("%s closed the connection without answering a Kafka ApiVersions request (%v): it is not a Kafka listener, or it expects another protocol than %sSECURITY_PROTOCOL=%s; check %sBROKERS and the listener's protocol",
-		addr, shortErr(err), config.Prefix, protocol, config.Prefix)
+		addr, ShortErr(err), config.Prefix, protocol, config.Prefix)
 }
 
 func httpError(addr, statusLine string) error {
@@ -105,7 +105,7 @@ func dialProbe(ctx context.Context, addr string) (net.Conn, error) {
 	case errors.As(err, &ne) && ne.Timeout():
 		return nil, fmt.Errorf("%s did not accept a TCP connection within %s: a wrong host, a firewall, or an unreachable network; check %sBROKERS", addr, probeDialTimeout, config.Prefix)
 	}
-	return nil, fmt.Errorf("cannot connect to %s (%v): check %sBROKERS and the network", addr, shortErr(err), config.Prefix)
+	return nil, fmt.Errorf("cannot connect to %s (%v): check %sBROKERS and the network", addr, ShortErr(err), config.Prefix)
 }
 
 // handshake runs the TLS handshake as sarama would (server name from the
@@ -151,7 +151,7 @@ func explainTLS(ctx context.Context, addr, protocol string, err error) error {
 		return fmt.Errorf("TLS: %s is a plaintext Kafka listener, but %sSECURITY_PROTOCOL=%s expects TLS: set %sSECURITY_PROTOCOL=%s, or use the brokers' TLS port",
 			addr, config.Prefix, protocol, config.Prefix, strings.Replace(strings.Replace(protocol, "SASL_SSL", "SASL_PLAINTEXT", 1), "SSL", "PLAINTEXT", 1))
 	}
-	return fmt.Errorf("TLS: the handshake with %s failed (%v): is it a TLS listener? Check %sBROKERS and %sSECURITY_PROTOCOL=%s", addr, shortErr(err), config.Prefix, config.Prefix, protocol)
+	return fmt.Errorf("TLS: the handshake with %s failed (%v): is it a TLS listener? Check %sBROKERS and %sSECURITY_PROTOCOL=%s", addr, ShortErr(err), config.Prefix, config.Prefix, protocol)
 }
 
 // tlsListener is the error for a TLS listener given to a plaintext client.
@@ -286,7 +286,7 @@ func firstLine(b []byte) string {
 // shortErr drops the "read tcp a->b:" noise of net.OpError; a connection
 // closed or reset by the peer (which comes first is a race) is "closed at
 // once".
-func shortErr(err error) string {
+func ShortErr(err error) string {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 		return "closed at once"
 	}
