@@ -16,6 +16,7 @@ import (
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/internal/preflight"
+	"github.com/phasegate/phasegate/internal/verifycmd"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/tasks"
 )
@@ -108,6 +109,13 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 	}
 	log.Error(forUsers(err.Error()))
 	return 1
+}
+
+// runVerify is `sidecar verify`, until SIGINT or SIGTERM.
+func runVerify(args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return verifycmd.Run(ctx, args, environ, stdout, stderr)
 }
 
 // wantsHelp reports whether a subcommand was asked for its usage.

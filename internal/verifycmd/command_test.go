@@ -1,4 +1,4 @@
-package main
+package verifycmd
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ func TestVerifyUsage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := verifyMain(context.Background(), c.args, c.env, &out, &errb)
+			code := Run(context.Background(), c.args, c.env, &out, &errb)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d; stderr %q", code, c.code, errb.String())
 			}
@@ -72,7 +72,7 @@ func TestVerifyUsage(t *testing.T) {
 func TestVerifyUnreachable(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := map[string]string{"PHASEGATE_BROKERS": "127.0.0.1:1", "PHASEGATE_OUTPUT_TOPIC": "out"}
-	if code := verifyMain(context.Background(), nil, env, &out, &errb); code != exitCannotCheck {
+	if code := Run(context.Background(), nil, env, &out, &errb); code != exitCannotCheck {
 		t.Fatalf("exit %d, want %d: %s", code, exitCannotCheck, errb.String())
 	}
 	if !strings.HasPrefix(errb.String(), "sidecar verify: connect to PHASEGATE_BROKERS=127.0.0.1:1: ") {

@@ -1,4 +1,4 @@
-package main
+package verifycmd
 
 import (
 	"context"
@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/phasegate/phasegate/internal/config"
@@ -52,14 +50,13 @@ not be read, 130 interrupted (what was checked so far is printed).
 Flags:
 `
 
-// runVerify is `sidecar verify`.
-func runVerify(args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	return verifyMain(ctx, args, environ, stdout, stderr)
-}
-
-func verifyMain(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+// Run is `sidecar verify` with args (after "verify") and environ, the
+// process environment that main hands over; it returns the exit status
+// (0 whole, 1 violations, 2 bad usage, 3 the cluster could not be read,
+// 130 interrupted). ctx is the signal context: when it ends, Run prints
+// what was checked so far and returns 130. Output goes to stdout, usage
+// errors and progress to stderr.
+func Run(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
 	e, o, err := parseVerify(args, environ, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

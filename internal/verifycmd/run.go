@@ -1,4 +1,4 @@
-package main
+package verifycmd
 
 import (
 	"context"
