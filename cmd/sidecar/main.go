@@ -16,6 +16,7 @@ import (
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/internal/preflight"
+	"github.com/phasegate/phasegate/internal/statuscmd"
 	"github.com/phasegate/phasegate/internal/verifycmd"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/tasks"
@@ -52,7 +53,11 @@ func run(args []string, environ map[string]string, stdout, stderr io.Writer) int
 		}
 		return healthcheck(environ, stderr)
 	case "status":
-		return runStatus(args[1:], environ, stdout, stderr)
+		if wantsHelp(args[1:]) {
+			statuscmd.Usage(stdout)
+			return 0
+		}
+		return statuscmd.Run(args[1:], environ, stdout, stderr)
 	case "verify":
 		return runVerify(args[1:], environ, stdout, stderr)
 	case "config":

@@ -36,6 +36,8 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		{[]string{"healthcheck", "-h"}, "For container health checks"},
 		{[]string{"status", "--help"}, "usage: sidecar status"},
 		{[]string{"status", "-h"}, "-addr string"},
+		{[]string{"status", "-help"}, "usage: sidecar status [-addr host:port] [-all] [-top n] [-sealed n] [-timeout d]\n"},
+		{[]string{"status", "--help"}, "Prints the phase view of a running sidecar (its /phases) as tables: the partitions summarised\n"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

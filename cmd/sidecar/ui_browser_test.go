@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/statustest"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -63,7 +64,7 @@ func sealedRows(dom string) []element {
 // The page's reading of a fixed /phases: what is marked, what is said.
 func TestLiveViewRendersPhases(t *testing.T) {
 	bin := chromium(t)
-	evil := fixedStatus()
+	evil := statustest.Fixed()
 	evil.Partitions[0].Topic = `<img src=x onerror=alert(1)>`
 	empty := &proxy.Status{Updated: time.Date(2025, 12, 2, 11, 0, 0, 0, time.UTC)} // before joining: null slices
 
@@ -73,7 +74,7 @@ func TestLiveViewRendersPhases(t *testing.T) {
 		check  func(t *testing.T, dom string)
 	}{
 		{
-			name: "slowest, idle and paused partitions are marked", phases: servePhases(fixedStatus(), nil),
+			name: "slowest, idle and paused partitions are marked", phases: statustest.Serve(statustest.Fixed(), nil),
 			check: func(t *testing.T, dom string) {
 				rows := partitionRows(t, dom)
 				if got := slices.Sorted(maps.Keys(rows)); !slices.Equal(got, []string{"orders/0", "orders/1", "payments/0", "payments/1"}) {
@@ -128,7 +129,7 @@ func TestLiveViewRendersPhases(t *testing.T) {
 			},
 		},
 		{
-			name: "a sidecar from before the summary: the page counts the rows", phases: serveJSON(fixedStatus()),
+			name: "a sidecar from before the summary: the page counts the rows", phases: statustest.ServeJSON(statustest.Fixed()),
 			check: func(t *testing.T, dom string) {
 				for id, want := range map[string]string{"c-live": "2", "c-paused": "1 buffer 1", "c-idle": "1", "c-holding": "1"} {
 					if got := byID(t, dom, "dd", id).text; got != want {
@@ -141,7 +142,7 @@ func TestLiveViewRendersPhases(t *testing.T) {
 			},
 		},
 		{
-			name: "topic names are shown as text, never run as markup", phases: servePhases(evil, nil),
+			name: "topic names are shown as text, never run as markup", phases: statustest.Serve(evil, nil),
 			check: func(t *testing.T, dom string) {
 				if len(elements(dom, "img")) > 0 || strings.Contains(dom, "<img") {
 					t.Error("a topic name became an <img> element")
@@ -152,7 +153,7 @@ func TestLiveViewRendersPhases(t *testing.T) {
 			},
 		},
 		{
-			name: "before joining the group", phases: servePhases(empty, nil),
+			name: "before joining the group", phases: statustest.Serve(empty, nil),
 			check: func(t *testing.T, dom string) {
 				for _, want := range []string{"Not in the consumer group yet.", "No open phase.", "No phase sealed yet."} {
 					if !strings.Contains(dom, want) {

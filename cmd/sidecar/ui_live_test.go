@@ -25,6 +25,7 @@ import (
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/kafkatest"
+	"github.com/phasegate/phasegate/internal/statustest"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/watermarks"
 )
@@ -95,7 +96,7 @@ func TestStatusOfRunningSidecar(t *testing.T) {
 	if code := run([]string{"status", "-addr", addr, "-all"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("status exited %d: %s", code, stderr.String())
 	}
-	ls := lines(stdout.String())
+	ls := statustest.Lines(stdout.String())
 	section := map[string][]string{} // heading (up to " (") -> its lines
 	var heading string
 	for _, l := range ls {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/phasegate/phasegate/internal/app"
+	"github.com/phasegate/phasegate/internal/statustest"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -121,7 +122,7 @@ func heldPageServer(t *testing.T, m *movingPhases) string {
 // logged, not asserted.
 func TestLiveViewAt2048Partitions(t *testing.T) {
 	bin := chromium(t)
-	st := manyStatus(2048)
+	st := statustest.Many(2048)
 	sum := proxy.Summarize(st, proxy.DefaultTop)
 
 	tests := []struct {

@@ -1,4 +1,4 @@
-package main
+package statuscmd
 
 import (
 	"context"
@@ -22,13 +22,18 @@ import (
 // phasegate sidecar does.
 var errNotSidecar = errors.New("not a phasegate sidecar")
 
-// runStatus is `sidecar status`: it reads /phases of a running sidecar and
-// prints its summary (counts per state, the partitions holding the global
-// watermark, the most lagging), and every partition's row with -all. It exits 0 on success, 1 when the sidecar cannot be
-// reached or answers badly, 2 on bad arguments.
-func runStatus(args []string, environ map[string]string, stdout, stderr io.Writer) int {
+// options are the flags of `sidecar status`.
+type options struct {
+	addr    string
+	sealed  int
+	all     bool
+	top     int
+	timeout time.Duration
+}
+
+// flags is the flag set of `sidecar status`, parsing into o.
+func flags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: sidecar status [-addr host:port] [-all] [-top n] [-sealed n] [-timeout d]")
 		fmt.Fprintln(fs.Output(), "Prints the phase view of a running sidecar (its /phases) as tables: the partitions summarised")
@@ -36,16 +41,34 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 		fmt.Fprintln(fs.Output(), "Exit status: 0 when printed, 1 when the sidecar cannot be reached, is starting or is not a phasegate sidecar, 2 on bad arguments.")
 		fs.PrintDefaults()
 	}
-	addr := fs.String("addr", "", "the sidecar's HTTP address (default: "+config.Prefix+"HTTP_ADDR, else :9464)")
-	sealed := fs.Int("sealed", 10, "how many of the last sealed phases to print")
-	all := fs.Bool("all", false, "also print every partition's row (/phases?partitions=all)")
-	top := fs.Int("top", proxy.DefaultTop, "how many of the partitions holding the watermark and of the most lagging to list")
-	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the sidecar")
-	if wantsHelp(args) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return 0
-	}
+	fs.StringVar(&o.addr, "addr", "", "the sidecar's HTTP address (default: "+config.Prefix+"HTTP_ADDR, else :9464)")
+	fs.IntVar(&o.sealed, "sealed", 10, "how many of the last sealed phases to print")
+	fs.BoolVar(&o.all, "all", false, "also print every partition's row (/phases?partitions=all)")
+	fs.IntVar(&o.top, "top", proxy.DefaultTop, "how many of the partitions holding the watermark and of the most lagging to list")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Second, "how long to wait for the sidecar")
+	return fs
+}
+
+// Usage writes the usage of `sidecar status` with its flags: cmd/sidecar
+// prints it on stdout when the arguments ask for help.
+func Usage(w io.Writer) {
+	fs := flags(&options{})
+	fs.SetOutput(w)
+	fs.Usage()
+}
+
+// Run is `sidecar status` with args (after "status", help already
+// answered by the caller with Usage) and environ, the process environment
+// that main hands over: it reads /phases of a running sidecar and prints
+// its summary (counts per state, the partitions holding the global
+// watermark, the most lagging), and every partition's row with -all. It
+// returns the exit status: 0 on success, 1 when the sidecar cannot be
+// reached or answers badly, 2 on bad arguments (the flag package's
+// message and the usage on stderr).
+func Run(args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flags(&o)
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,23 +76,23 @@ func runStatus(args []string, environ map[string]string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "status: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if *top < 0 {
-		fmt.Fprintf(stderr, "status: -top=%d: want 0 or more partitions to list\n", *top)
+	if o.top < 0 {
+		fmt.Fprintf(stderr, "status: -top=%d: want 0 or more partitions to list\n", o.top)
 		return 2
 	}
-	base, err := statusBase(*addr, environ)
+	base, err := statusBase(o.addr, environ)
 	if err != nil {
 		fmt.Fprintln(stderr, "status:", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	st, err := fetchStatus(ctx, &http.Client{}, base, *top, *all)
+	st, err := fetchStatus(ctx, &http.Client{}, base, o.top, o.all)
 	if err != nil {
 		fmt.Fprintln(stderr, "status:", err)
 		return 1
 	}
-	if err := printStatus(stdout, base, st, *sealed, *all); err != nil {
+	if err := printStatus(stdout, base, st, o.sealed, o.all); err != nil {
 		fmt.Fprintln(stderr, "status:", err)
 		return 1
 	}
