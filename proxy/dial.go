@@ -32,15 +32,22 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 	c := k.Base()
 	c.Producer.Idempotent = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
-	c.Producer.Retry.Max = 10
-	c.Producer.Retry.Backoff = 100 * time.Millisecond
+	// Retries outlast a leader's failover (the controller fences a dead
+	// broker after its 9 s session timeout, e2e/cluster (a): 10.9 s), so
+	// that the transaction in flight completes once leadership moved
+	// instead of aborting and reading everything again; and they end
+	// well inside the transaction timeout (retryBudget).
+	c.Producer.Retry.Max, c.Producer.Retry.BackoffFunc = retryBudget(100*time.Millisecond, k.TransactionTimeout)
 	c.Producer.Return.Successes = true
 	c.Producer.Return.Errors = true
 	c.Producer.Partitioner = sarama.NewManualPartitioner
 	c.Producer.Transaction.ID = transactionalID
 	c.Producer.Transaction.Timeout = k.TransactionTimeout
-	c.Producer.Transaction.Retry.Max = 50
-	c.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
+	// The same for the transaction coordinator's failover, and for the
+	// previous transaction still completing (CONCURRENT_TRANSACTIONS,
+	// answered to AddPartitionsToTxn for 0.4 s and more after a commit):
+	// 50 fixed steps of 100 ms gave up after 5 s.
+	c.Producer.Transaction.Retry.Max, c.Producer.Transaction.Retry.BackoffFunc = retryBudget(20*time.Millisecond, k.TransactionTimeout)
 	c.Producer.Flush.Bytes = 1 << 20
 	c.Producer.Flush.Messages = 10000
 	c.Producer.Flush.Frequency = 5 * time.Millisecond
@@ -63,7 +70,24 @@ func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 	c.Consumer.Group.Heartbeat.Interval = k.SessionTimeout / 5
 	c.Consumer.Group.InstanceId = instanceID
 	c.Consumer.MaxProcessingTime = time.Second
+	// A partition whose leader moved is fetched again half a second
+	// later, not two (sarama's default).
+	c.Consumer.Retry.Backoff = 500 * time.Millisecond
 	return c
+}
+
+// retryBudget returns sarama retry settings that back off exponentially
+// from first, at most a second apart, and stop after about 60 % of the
+// transaction timeout: long enough for a broker's failover, short enough
+// that the transaction they belong to can still commit.
+func retryBudget(first, transactionTimeout time.Duration) (int, func(retries, maxRetries int) time.Duration) {
+	backoff := func(retries, _ int) time.Duration { return min(first<<min(retries, 10), time.Second) }
+	budget := transactionTimeout * 6 / 10
+	n := 0
+	for total := time.Duration(0); total < budget; n++ {
+		total += backoff(n, 0)
+	}
+	return max(n, 3), backoff
 }
 
 // FetchBytes is what one fetch asks of a partition: the buffer bound

@@ -126,3 +126,34 @@ func TestLatestStart(t *testing.T) {
 		})
 	}
 }
+
+// retryBudget: exponential from first, capped at a second apart, adding up
+// to about 60 % of the transaction timeout (a failover fits, the commit
+// still has time), never fewer than 3 retries.
+func TestRetryBudget(t *testing.T) {
+	for _, c := range []struct {
+		first, timeout time.Duration
+		wantMin        time.Duration
+	}{
+		{100 * time.Millisecond, 20 * time.Second, 12 * time.Second},
+		{20 * time.Millisecond, 20 * time.Second, 12 * time.Second},
+		{100 * time.Millisecond, 5 * time.Second, 3 * time.Second},
+		{100 * time.Millisecond, 100 * time.Millisecond, 0},
+	} {
+		n, f := retryBudget(c.first, c.timeout)
+		var total time.Duration
+		for i := range n {
+			d := f(i, n)
+			if d > time.Second || i > 0 && d < f(i-1, n) {
+				t.Fatalf("backoff %d = %s after %s", i, d, f(i-1, n))
+			}
+			total += d
+		}
+		if n < 3 || total < c.wantMin || total > c.timeout*6/10+time.Second {
+			t.Errorf("retryBudget(%s, %s) = %d retries, %s in all; want at least 3 and about 60 %% of the timeout", c.first, c.timeout, n, total)
+		}
+		if f(0, n) != c.first {
+			t.Errorf("first backoff %s, want %s", f(0, n), c.first)
+		}
+	}
+}
