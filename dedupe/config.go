@@ -3,7 +3,7 @@ package dedupe
 import "errors"
 
 // Environment variables that configure the cache, named in Validate's
-// errors. cmd/sidecar reads them; this package never reads the environment.
+// errors. internal/config reads them; this package never reads the environment.
 const (
 	EnvMaxSealedPhases = "PHASEGATE_DEDUPE_PHASES"
 	EnvMaxIdentities   = "PHASEGATE_DEDUPE_IDS"
@@ -16,7 +16,7 @@ const (
 )
 
 // Config bounds a Cache. The zero value is invalid: start from DefaultConfig
-// or let cmd/sidecar fill it from the environment.
+// or let internal/config fill it from the environment.
 type Config struct {
 	// MaxSealedPhases is how many sealed phases are kept for late-retry
 	// detection; the least recently used one goes first. At least 1.

@@ -19,7 +19,7 @@ const (
 	RouteKey       = align.RouteKey
 )
 
-// Config is what the pipeline needs. cmd/sidecar fills it from the
+// Config is what the pipeline needs. internal/config fills it from the
 // environment; every error of Validate names the variable.
 type Config struct {
 	InputTopics     []string

@@ -112,7 +112,7 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("Verdict(%d)", int(v))
 }
 
-// Config is what a Tracker needs. cmd/sidecar fills it from the environment
+// Config is what a Tracker needs. internal/config fills it from the environment
 // (its defaults are docs/DESIGN.md's, "Configuration"); Validate names the variables. Now must be
 // set by the caller.
 type Config struct {
