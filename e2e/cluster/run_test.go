@@ -85,6 +85,13 @@ func startRun(t *testing.T, ctx context.Context, name string, l layout) *run {
 	for k, v := range l.env {
 		env[k] = v
 	}
+	// PHASEGATE_CLUSTER_SIDECAR_ENV=K=V,... adds settings to every
+	// sidecar (e.g. PHASEGATE_LOG_LEVEL=debug to see every seal).
+	for _, kv := range strings.Split(os.Getenv("PHASEGATE_CLUSTER_SIDECAR_ENV"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
 	r.sidecars = c.startSidecars(ctx, 3, env)
 	if r.prod, err = startProducer(ctx, c.hostAddrs(), r.forks, producePerSec); err != nil {
 		t.Fatal(err)
