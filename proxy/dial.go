@@ -41,6 +41,13 @@ func (k Kafka) ProducerConfig(transactionalID string) *sarama.Config {
 	c.Producer.Return.Successes = true
 	c.Producer.Return.Errors = true
 	c.Producer.Partitioner = sarama.NewManualPartitioner
+	// A broker that stops answering (paused, cut off) holds a request
+	// for Net.ReadTimeout: 30 s by default, past the transaction timeout,
+	// so that the broker aborted the transaction and the instance exited
+	// fenced (e2e/cluster (c): two of three sidecars restarted). A produce
+	// is answered within Producer.Timeout, the rest at once.
+	c.Producer.Timeout = 5 * time.Second
+	c.Net.ReadTimeout = requestTimeout
 	c.Producer.Transaction.ID = transactionalID
 	c.Producer.Transaction.Timeout = k.TransactionTimeout
 	// The same for the transaction coordinator's failover, and for the
@@ -71,10 +78,18 @@ func (k Kafka) ConsumerConfig(instanceID string) *sarama.Config {
 	c.Consumer.Group.InstanceId = instanceID
 	c.Consumer.MaxProcessingTime = time.Second
 	// A partition whose leader moved is fetched again half a second
-	// later, not two (sarama's default).
+	// later, not two (sarama's default); a fetch from a broker that stops
+	// answering is given up after requestTimeout, not 30 s, while the
+	// controller moves its partitions' leadership after 9 s.
 	c.Consumer.Retry.Backoff = 500 * time.Millisecond
+	c.Net.ReadTimeout = requestTimeout
 	return c
 }
+
+// requestTimeout bounds a request to a broker that does not answer: a
+// fetch answers within its MaxWaitTime, a produce within Producer.Timeout.
+// A JoinGroup that waits longer for the other members is sent again.
+const requestTimeout = 10 * time.Second
 
 // retryBudget returns sarama retry settings that back off exponentially
 // from first, at most a second apart, and stop after about 60 % of the

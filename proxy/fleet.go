@@ -242,7 +242,7 @@ func (k Kafka) reportConfig() *sarama.Config {
 	// and a produce within Producer.Timeout, so 10 s only ends requests
 	// that will not be answered, and the client retries on another
 	// connection once leadership moved.
-	c.Net.ReadTimeout = 10 * time.Second
+	c.Net.ReadTimeout = requestTimeout
 	c.Producer.Timeout = 5 * time.Second
 	return c
 }
