@@ -122,7 +122,7 @@ if [[ "${BENCH_PROFILE:-}" =~ ^(1|true)$ ]]; then
       *.heap.pb.gz) opts=(-sample_index=inuse_space) ;;
       *.allocs.pb.gz) opts=(-sample_index=alloc_space) ;;
     esac
-    "$GO" tool pprof -top -nodecount=30 "${opts[@]}" "$WORK/bin/sidecar" "$p" >"${p%.pb.gz}.top.txt" 2>/dev/null || true
+    "$GO" tool pprof -top -nodecount=30 "${opts[@]}" "${BENCH_SIDECAR:-$WORK/bin/sidecar}" "$p" >"${p%.pb.gz}.top.txt" 2>/dev/null || true
     log "profile summary: ${p%.pb.gz}.top.txt"
   done
 fi

@@ -41,6 +41,9 @@ type lanesRun struct {
 	Phases                           int // (partition, phase) pairs timed
 	Spread                           laneSpread
 	Split                            phaseSplit // phase end → complete in parts
+	// Watermark reports written → read by the bench's own reader
+	// (franz-go, fetch max wait 100 ms), over the timed window.
+	RepLatP50, RepLatP99 float64
 	// Per data record in the timed window (paced): produce → visible to a
 	// reader: phasegate's phase complete, Streams' record visible.
 	RecP50, RecP99 float64
@@ -317,6 +320,7 @@ func analyseLanes(res *lanesRun, w *outWatch, reps *reportWatch, marks []markEv,
 	res.Split = v.phaseSplit(lo, hi, phase)
 	if reps != nil && hi >= lo && hi-lo < 1e6 {
 		res.Split.reportSplit(reps.passedAt(lo, hi), marks, phase)
+		res.RepLatP50, res.RepLatP99, _ = reps.latency(from)
 	}
 	res.Phases = len(sealMs)
 	if paced {

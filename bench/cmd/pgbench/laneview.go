@@ -290,8 +290,9 @@ func (v *laneView) phaseLatencies(lo, hi uint64, phase time.Duration) (endMs, se
 // on a partition with several writers, an open transaction of another
 // lane holding the last stable offset below the markers), the spread of
 // the lanes' seal times, and how many phases became complete with every
-// lane's marker in one LSO poll (a sign that the last stable offset was
-// held below the earlier lanes' markers until the last commit).
+// lane's marker in one LSO poll (the lanes' transactions overlapped: the
+// last stable offset stayed below the earlier lanes' markers until the
+// last of them committed).
 type phaseSplit struct {
 	EndSeal, SealComplete, SealSpread []float64 // ms
 	OnePoll, N                        int

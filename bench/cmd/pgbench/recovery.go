@@ -44,8 +44,13 @@ type recoveryRun struct {
 	// "tasks assigned", the empty partition logged idle. Kafka Streams:
 	// StartedS is exec → its first "state RUNNING".
 	StartedS, AssignedS, IdleS float64
-	Seq                        seqCheck // every record produced, once
-	Err                        error
+	// phasegate, from the watermark topic and the markers, from the exec:
+	// the restarted instance's first report, its first report past
+	// NextPhase (low above it, or idle), and the seal of NextPhase (the
+	// last lane's marker timestamp).
+	FirstRepS, PassRepS, NextSealS float64
+	Seq                            seqCheck // every record produced, once
+	Err                            error
 }
 
 // execS is an interval from the kill restated from the restart's exec.
@@ -211,6 +216,15 @@ func (r *runner) recoveryOnce(ctx context.Context, who string, k, rep int) *reco
 		res.Err = err
 		return res
 	}
+	var reps *reportWatch
+	if who == "phasegate" {
+		if reps, err = watchReports(ctx, c.Brokers, name+".watermarks"); err != nil {
+			w.stop()
+			res.Err = err
+			return res
+		}
+		defer reps.stop()
+	}
 	pc := newPacer(live, false)
 	type pacedEnd struct {
 		start time.Time
@@ -272,6 +286,10 @@ func (r *runner) recoveryOnce(ctx context.Context, who string, k, rep int) *reco
 		res.Err = werr
 	}
 	analyseRecovery(res, w, marks, data, target, killedAt)
+	if reps != nil {
+		reps.stop()
+		res.restartSplit(reps, marks, execAt)
+	}
 	if restarted != nil {
 		if t, ok := restarted.runningAfter(execAt); ok {
 			res.StartedS = t.Sub(execAt).Seconds()
@@ -291,6 +309,35 @@ func (r *runner) recoveryOnce(ctx context.Context, who string, k, rep int) *reco
 		}
 	}
 	return res
+}
+
+// restartSplit times, from the restart's exec, the restarted instance's
+// first report on the watermark topic, its first report past NextPhase,
+// and NextPhase's seal.
+func (res *recoveryRun) restartSplit(reps *reportWatch, marks []markEv, execAt time.Time) {
+	reps.mu.Lock()
+	for _, r := range reps.reps {
+		at := time.UnixMilli(r.AtMs)
+		if r.Owner != res.Victim || at.Before(execAt.Truncate(time.Millisecond)) {
+			continue
+		}
+		if res.FirstRepS == 0 {
+			res.FirstRepS = at.Sub(execAt).Seconds()
+		}
+		if res.PassRepS == 0 && res.NextS > 0 && (r.Low > res.NextPhase || r.Idle) {
+			res.PassRepS = at.Sub(execAt).Seconds()
+		}
+	}
+	reps.mu.Unlock()
+	var last time.Time
+	for _, m := range marks {
+		if res.NextS > 0 && m.phase == res.NextPhase {
+			last = maxTime(last, m.sealed)
+		}
+	}
+	if !last.IsZero() {
+		res.NextSealS = last.Sub(execAt).Seconds()
+	}
 }
 
 // allComplete reports whether every data record's phase is complete on

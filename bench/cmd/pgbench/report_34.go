@@ -121,20 +121,21 @@ func renderRecovery(b *strings.Builder, c config, s *suiteResult) {
 	fmt.Fprintf(b, "\n## Recovery after a SIGKILL (issue 34 item 2): forks of %d + %d partitions, one left empty, output %d (partition routing, %d tasks), %s phases, default PHASEGATE_IDLE_TIMEOUT (5 s), %s records/s of %d B paced; killed %s after the producer's start, restarted %s later\n\n",
 		recoveryForkParts, recoveryForkParts, recoveryOutParts, recoveryOutParts, c.RecoveryPhase, thousands(c.RecoveryRate), c.RecoverySize,
 		c.RecoveryWarm, c.RecoveryDown)
-	b.WriteString("| run | instances | empty partition | killed | kill → exec s | next complete phase: kill → s | exec → s (target ≤ 1) | records before the kill all visible: kill → s | exec → s | next record visible: kill → s | restarted: exec → started / tasks assigned / empty partition idle s (Streams: exec → RUNNING) | records lost / duplicated | note |\n")
-	b.WriteString("|---|--:|---|---|--:|--:|--:|--:|--:|--:|---|---|---|\n")
+	b.WriteString("| run | instances | empty partition | killed | kill → exec s | next complete phase: kill → s | exec → s (target ≤ 1) | records before the kill all visible: kill → s | exec → s | next record visible: kill → s | restarted: exec → started / tasks assigned / empty partition idle s (Streams: exec → RUNNING) | restarted: exec → its first watermark report / its first report past the next phase / that phase's seal s | records lost / duplicated | note |\n")
+	b.WriteString("|---|--:|---|---|--:|--:|--:|--:|--:|--:|---|---|---|---|\n")
 	for _, r := range s.Recovery {
 		if r.Err != nil && r.KillS == 0 {
-			fmt.Fprintf(b, "| %s | %d | %s | %s | | | | | | | | | failed: %s |\n", r.Who, r.N, r.Empty, r.Victim, oneLine(r.Err))
+			fmt.Fprintf(b, "| %s | %d | %s | %s | | | | | | | | | | failed: %s |\n", r.Who, r.N, r.Empty, r.Victim, oneLine(r.Err))
 			continue
 		}
-		next, nextExec, log := "-", "-", "-"
+		next, nextExec, log, split := "-", "-", "-", "-"
 		if r.Who == "phasegate" {
 			if r.NextS > 0 {
 				next = fmt.Sprintf("%.2f (phase %d after %d)", r.NextS, r.NextPhase, r.Through)
 				nextExec = fmt.Sprintf("%.2f, %s", r.execS(r.NextS), mark(r.execS(r.NextS) <= 1))
 			}
 			log = fmt.Sprintf("%s / %s / %s", secs(r.StartedS), secs(r.AssignedS), secs(r.IdleS))
+			split = fmt.Sprintf("%s / %s / %s", secs(r.FirstRepS), secs(r.PassRepS), secs(r.NextSealS))
 		} else {
 			log = secs(r.StartedS)
 		}
@@ -142,8 +143,8 @@ func renderRecovery(b *strings.Builder, c config, s *suiteResult) {
 		if r.Err != nil {
 			note = oneLine(r.Err)
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %d / %d of %s | %s |\n", r.Who, r.N, r.Empty, r.Victim, r.DownS,
-			next, nextExec, secs(r.CatchS), secs(r.execS(r.CatchS)), secs(r.NextOutS), log, r.Seq.Lost, r.Seq.Dups, thousands(float64(r.Seq.Want)), note)
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %d / %d of %s | %s |\n", r.Who, r.N, r.Empty, r.Victim, r.DownS,
+			next, nextExec, secs(r.CatchS), secs(r.execS(r.CatchS)), secs(r.NextOutS), log, split, r.Seq.Lost, r.Seq.Dups, thousands(float64(r.Seq.Want)), note)
 	}
 	b.WriteString(`
 Times are when the output became visible to read_committed (its last stable offsets polled every 5 ms).
@@ -155,7 +156,11 @@ kill → next output for the records the killed instance held. "Next record visi
 record visible after the kill, on any partition (survivors may write one at once). The restarted
 sidecar's times come from its log (its lines "phasegate started", "tasks assigned", and "partitions
 idle" naming the empty partition, which the sidecar logs once a second, so up to a second late; "-":
-not logged). With several instances the empty partition is one of the killed instance's. Kafka
+not logged). The restarted instance's reports are read from the group's watermark topic (their at_ms,
+the instance's clock): its first, and its first whose low is above the next complete phase (or that
+says idle): from then on the fleet's global watermark may pass that phase; the phase's seal is its
+last lane's marker timestamp. With several instances the empty partition is one of the killed
+instance's. Kafka
 Streams: the pass-through (exactly_once_v2, 1 thread per instance, its default session timeout of 45
 s), its JVM SIGKILLed and restarted with its state directory; "static member" sets group.instance.id
 (phasegate's default is a static member too). Every record the producer wrote is checked once in the
@@ -216,7 +221,7 @@ func renderLanes(b *strings.Builder, c config, s *suiteResult) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Mode, who, end, seal, r.Phases, spread, ahead, rec, rate, txns, marks, reps, cpu, check)
 	}
 	b.WriteString("\nphasegate's phase end → complete in parts (same phases, those every lane marked):\n\n")
-	b.WriteString("| mode | run | phase end → last lane's seal p50 / p99 ms | of which phase end → the last task's watermark report past the phase p50 / p99 ms | that report → each lane's seal p50 / p99 ms | last lane's seal → complete p50 / p99 ms | lanes' seal spread p50 / p99 ms | phases whose lanes' markers all became visible in one LSO poll |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| mode | run | phase end → last lane's seal p50 / p99 ms | of which phase end → the last task's watermark report past the phase p50 / p99 ms | that report → each lane's seal p50 / p99 ms | a report written → read by the bench p50 / p99 ms | last lane's seal → complete p50 / p99 ms | lanes' seal spread p50 / p99 ms | phases whose lanes' markers all became visible in one LSO poll |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range s.Lanes {
 		if r.Who != "phasegate" || r.Split.N == 0 {
 			continue
@@ -237,8 +242,8 @@ func renderLanes(b *strings.Builder, c config, s *suiteResult) {
 		if len(sp.ReportSeal) > 0 {
 			repSeal = fmt.Sprintf("%.0f / %.0f", percentile(sp.ReportSeal, 50), percentile(sp.ReportSeal, 99))
 		}
-		fmt.Fprintf(b, "| %s | %d %s, PHASEGATE_TASKS=%d | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %s |\n", r.Mode, r.N, plural(r.N, "instance"), r.Tasks, endSeal,
-			endRep, repSeal, percentile(sp.SealComplete, 50), percentile(sp.SealComplete, 99), percentile(sp.SealSpread, 50), percentile(sp.SealSpread, 99), one)
+		fmt.Fprintf(b, "| %s | %d %s, PHASEGATE_TASKS=%d | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %s |\n", r.Mode, r.N, plural(r.N, "instance"), r.Tasks, endSeal,
+			endRep, repSeal, r.RepLatP50, r.RepLatP99, percentile(sp.SealComplete, 50), percentile(sp.SealComplete, 99), percentile(sp.SealSpread, 50), percentile(sp.SealSpread, 99), one)
 	}
 	// Targets: 3 instances' p99 phase end → complete ≤ 1.5× one instance's
 	// (paced; up front the fastest lane's seal → complete), and no lane
@@ -279,11 +284,14 @@ The watermark reports are read from the group's watermark topic: a task has pass
 report's low is above N (or it is idle), timed by the report's at_ms (the owner's clock when it wrote
 it); the global watermark can pass N once the last task's report has. That report → a lane's seal is
 then the report reaching the lane's instance (through the topic, except the instance's own) and the
-instance sealing.
+instance sealing; "read by the bench" is how long a report took to reach a reader of the topic
+(franz-go, fetch max wait 100 ms; at_ms to its receive time).
 The markers of one phase from lanes that commit in separate transactions become visible in one LSO
-poll (5 ms) only when the partition's last stable offset was held below the earlier ones until the
-last lane committed: a read_committed reader sees nothing past the first offset of the oldest open
-transaction on the partition, whichever lane it belongs to. Each run's markers (partition, lane,
+poll (5 ms) when the lanes' transactions overlapped on the partition: a read_committed reader sees
+nothing past the first offset of the oldest open transaction there, whichever lane it belongs to, so
+the earlier lanes' markers wait for the last lane's commit (which completing the phase waits for
+anyway; it would cost more if a lane's next transaction began before another lane's commit, which
+sessions sharing a partition avoid by not streaming, align/stream.go). Each run's markers (partition, lane,
 phase, offset, seal and visible times, watermark_ms) are in <run>.markers.tsv in the log directory.
 Up front: every instance shares the tasks before the input (written at once by one producer) starts;
 records/s from the first record written to the last marker (Streams: record) visible. Kafka Streams:

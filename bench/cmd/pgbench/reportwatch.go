@@ -19,8 +19,9 @@ import (
 type reportWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     sync.Mutex // mu guards reps
+	mu     sync.Mutex // mu guards reps and lat
 	reps   []fleet.Report
+	lat    []float64 // ms, each report's at_ms → this reader's receive time
 }
 
 func watchReports(ctx context.Context, brokers []string, topic string) (*reportWatch, error) {
@@ -41,6 +42,7 @@ func watchReports(ctx context.Context, brokers []string, topic string) (*reportW
 			if ctx.Err() != nil {
 				return
 			}
+			at := time.Now()
 			fs.EachRecord(func(r *kgo.Record) {
 				rep, ok, err := fleet.DecodeReport(r.Key, r.Value)
 				if err != nil || !ok {
@@ -48,11 +50,26 @@ func watchReports(ctx context.Context, brokers []string, topic string) (*reportW
 				}
 				w.mu.Lock()
 				w.reps = append(w.reps, rep)
+				w.lat = append(w.lat, ms(at.Sub(time.UnixMilli(rep.AtMs))))
 				w.mu.Unlock()
 			})
 		}
 	}()
 	return w, nil
+}
+
+// latency is the p50 and p99 of report written → read by this reader,
+// over the reports written after from (the topic is read from its start).
+func (w *reportWatch) latency(from time.Time) (p50, p99 float64, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var xs []float64
+	for i, r := range w.reps {
+		if !time.UnixMilli(r.AtMs).Before(from) {
+			xs = append(xs, w.lat[i])
+		}
+	}
+	return percentile(xs, 50), percentile(xs, 99), len(xs)
 }
 
 func (w *reportWatch) stop() {
