@@ -168,15 +168,20 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 		return nil, err
 	}
 	strategy := tasks.NewStrategy(layout)
-	client.Config().Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
-	client.Config().Consumer.Fetch.Default = int32(FetchBytes(cfg.Watermarks.MaxBufferBytes, layout.InputPartitions()))
 	reports, err := dialReports(k, cfg, client, admin)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	closers = append(closers, reports.close)
-	group, err := sarama.NewConsumerGroupFromClient(cfg.GroupID, client)
+	// The group fetches on connections of its own: a broker answers one
+	// request of a connection at a time, and a fetch waits up to
+	// Consumer.MaxWaitTime (500 ms) for data, so a lag measurement or an
+	// offset lookup sent behind it waited as long.
+	gcfg := k.ConsumerConfig(cfg.InstanceID)
+	gcfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}
+	gcfg.Consumer.Fetch.Default = int32(FetchBytes(cfg.Watermarks.MaxBufferBytes, layout.InputPartitions()))
+	group, err := sarama.NewConsumerGroup(k.Brokers, cfg.GroupID, gcfg)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("consumer group %s: %w", cfg.GroupID, err)

@@ -48,8 +48,8 @@ type Pipeline struct {
 	now     func() time.Time
 
 	outParts, quarParts int32
-	// fetchSize is what a fetch asks of each partition, as Dial set it in
-	// the consumer's configuration (FetchBytes); a claim queues up to
+	// fetchSize is what a fetch asks of each partition (FetchBytes, as
+	// Dial sets it in the group's configuration); a claim queues up to
 	// twice it.
 	fetchSize int64
 	// streamFor is align.Config.StreamFor, from the producer's
@@ -157,7 +157,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	p := &Pipeline{
 		cfg: cfg, deps: d, log: d.Logger, metrics: d.Metrics, now: cfg.Watermarks.Now,
 		outParts:  int32(len(out)),
-		fetchSize: int64(d.Client.Config().Consumer.Fetch.Default),
+		fetchSize: FetchBytes(cfg.Watermarks.MaxBufferBytes, d.Layout.InputPartitions()),
 		streamFor: streamFor(d.Producer.Timeout(), cfg.Watermarks),
 		quarParts: int32(len(quar)),
 		in:        make(chan delivery, inCapacity),

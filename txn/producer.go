@@ -136,14 +136,17 @@ func (p *Producer) Commit(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
+	t0 := time.Now()
 	if err = p.begin(prod); err == nil {
 		err = send(ctx, prod, b.Records)
 	}
+	t1 := time.Now()
 	if err == nil && len(b.Offsets) > 0 {
 		if err = prod.AddOffsetsToTxnWithGroupMetadata(b.Offsets, b.Group); err != nil {
 			err = fmt.Errorf("add offsets: %w", err)
 		}
 	}
+	t2 := time.Now()
 	if err == nil {
 		if err = prod.CommitTxn(); err != nil {
 			err = fmt.Errorf("commit: %w", err)
@@ -153,6 +156,7 @@ func (p *Producer) Commit(ctx context.Context, b Batch) error {
 		return p.recover(prod, err)
 	}
 	d := time.Since(p.began)
+	p.log.Debug("transaction committed", "records", b.Records.Len, "took", d, "send", t1.Sub(t0), "offsets", t2.Sub(t1), "commit", time.Since(t2))
 	p.began = time.Time{}
 	p.metrics.observe(resultCommitted, d)
 	if p.timeout > 0 && d > p.timeout/2 && time.Since(p.slowWarned) >= slowWarnEvery {
@@ -172,12 +176,14 @@ func (p *Producer) Stream(ctx context.Context, records Records) error {
 	if err != nil {
 		return err
 	}
+	t0 := time.Now()
 	if err = p.begin(prod); err == nil {
 		err = send(ctx, prod, records)
 	}
 	if err != nil {
 		return p.recover(prod, err)
 	}
+	p.log.Debug("records streamed into the open transaction", "records", records.Len, "took", time.Since(t0))
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/phasegate/phasegate/internal/app"
 	"github.com/phasegate/phasegate/internal/config"
 	"github.com/phasegate/phasegate/internal/preflight"
@@ -169,10 +171,17 @@ func runPipeline(ctx context.Context, pipe *proxy.Pipeline, srv *app.Server, log
 func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
 	level, _ := config.ParseLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	if level <= slog.LevelDebug {
+		// sarama's own lines (requests retried, coordinators looked up,
+		// metadata refreshed) show where a slow transaction or rebalance
+		// spends its time.
+		sarama.Logger = slog.NewLogLogger(h.WithAttrs([]slog.Attr{slog.String("client", "sarama")}), slog.LevelDebug)
+	}
+	return slog.New(h)
 }
 
 // errUnhealthy is returned by healthcheck when /healthz answers but not 200.

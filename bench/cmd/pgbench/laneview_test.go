@@ -192,8 +192,11 @@ phasegate_transaction_duration_seconds_count{result="committed"} 4
 
 func TestReportSplit(t *testing.T) {
 	// Phases end at (n+1) s. Task 0 passes phase 2 at 3.2 s, task 1 at
-	// 3.5 s; task 1 turns idle at 4.1 s, which passes phase 3 for it.
+	// 3.5 s; task 1 turns idle at 4.1 s, which passes phase 3 for it. Its
+	// idle report of the start, before any input, passes nothing for good:
+	// the next report holds phase 2 again.
 	w := &reportWatch{reps: []fleet.Report{
+		{Task: 1, Idle: true, AtMs: 500},
 		{Task: 0, Low: 2, AtMs: 2900}, {Task: 1, Low: 2, AtMs: 2950},
 		{Task: 0, Low: 3, AtMs: 3200}, {Task: 1, Low: 3, AtMs: 3500},
 		{Task: 0, Low: 4, AtMs: 4200}, {Task: 1, Low: 3, Idle: true, High: 3, AtMs: 4100},

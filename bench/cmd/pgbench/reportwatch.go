@@ -78,8 +78,10 @@ func (w *reportWatch) stop() {
 }
 
 // passedAt is, per phase n in [lo, hi] (a finite window: it loops over
-// it), when the last task's report first
-// said it had passed n (low above n, or idle): the moment the fleet's
+// it), when the last task's report first said it had passed n (low above
+// n, or idle) for good, after its last report that held n (an idle
+// report of the start, before any input, is followed by ones that hold
+// the first phases): the moment the fleet's
 // global watermark could pass n, by the reporting owner's clock. A phase
 // some task never reported past is left out.
 func (w *reportWatch) passedAt(lo, hi uint64) map[uint64]time.Time {
@@ -97,9 +99,11 @@ func (w *reportWatch) passedAt(lo, hi uint64) map[uint64]time.Time {
 		if r.Idle {
 			top = hi + 1 // an idle task holds no phase back
 		}
-		for n := lo; n <= hi && n < top; n++ {
-			if _, ok := m[n]; !ok {
+		for n := lo; n <= hi; n++ {
+			if _, ok := m[n]; !ok && n < top {
 				m[n] = at
+			} else if n >= top {
+				delete(m, n) // held again: only the last pass counts
 			}
 		}
 	}
