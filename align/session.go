@@ -130,6 +130,8 @@ type Session[M any] struct {
 	inflight *Batch[M]
 	// stream is the oldest open phase streaming into the open transaction.
 	stream stream
+	// fleetMarked is the last FleetMarked.
+	fleetMarked uint64
 	// sealedBytes weighs the records of the sealed phases no Batch has
 	// taken yet.
 	sealedBytes int64
@@ -276,6 +278,12 @@ func (s *Session[M]) Floor(m watermarks.Mark, set bool) { s.tracker.Floor(m, set
 // Local is the session's own watermark as of the last Step, before the
 // Floor: what it reports to the other tasks.
 func (s *Session[M]) Local() watermarks.Mark { return s.tracker.Local() }
+
+// FleetMarked tells the session that every writer of its output
+// partitions has committed its markers of every phase below m (the lowest
+// marked of the fleet's reports, fleet.View.Marked): a session sharing a
+// partition with other writers streams phase m at the earliest (stream.go).
+func (s *Session[M]) FleetMarked(m uint64) { s.fleetMarked = m }
 
 // Expect tells the session the phases other tasks hold data of
 // (fleet.View.DataPhases): it seals each of them too, with no records, so

@@ -25,9 +25,13 @@ import (
 // StreamFor longer than without streaming.
 //
 // A session that shares an output partition with another instance's
-// writers (key routing over several instances, MARKERS.md 3.3) never
-// streams: its open transaction would hold that partition's last stable
-// offset back, and with it every other writer's committed phases.
+// writers (key routing over several instances, MARKERS.md 3.3) streams
+// phase P only once every writer has committed its markers of every phase
+// below P (FleetMarked): its open transaction holds that partition's last
+// stable offset back, and with it any marker another writer commits
+// after the transaction's first record. Of phase P, whose marker a reader
+// waits for from every writer anyway, that costs nothing; of a phase
+// below P it would hide a whole phase for as long as P streams.
 
 // streamState is where the oldest open phase stands.
 type streamState uint8
@@ -105,10 +109,10 @@ func (s *Session[M]) next() (*Batch[M], *Fallback) {
 // streamBatch takes the records of the oldest open phase not yet streamed
 // into a StreamBatch; nil when there are none or the phase may not stream.
 func (s *Session[M]) streamBatch() *Batch[M] {
-	if s.cfg.StreamFor <= 0 || s.lanes.shared {
+	g := s.tracker.Global()
+	if s.cfg.StreamFor <= 0 || s.lanes.shared && g > s.fleetMarked {
 		return nil
 	}
-	g := s.tracker.Global()
 	ph := s.phases[g]
 	if ph == nil || s.stream.state != streamIdle && (s.stream.phase != g || s.stream.state == streamFell) {
 		return nil

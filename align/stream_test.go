@@ -124,17 +124,23 @@ func TestStreaming(t *testing.T) {
 			},
 		},
 		{
-			name:   "a session sharing an output partition with another instance's writer never streams",
+			name:   "a session sharing an output partition with another instance's writer streams a phase once every writer marked the phases below it",
 			topics: map[string]int32{"a": 2}, out: 1, opts: []func(*Config){streaming, func(c *Config) {
 				c.Routing = RouteKey
 				c.Outputs = []Output{{Partition: 0, Task: 0, Writers: 2}}
 			}},
 			run: func(t *testing.T, h *harness) {
-				h.feed(in{topic: "a", part: 0, ms: 10, key: "k"})
+				h.feed(in{topic: "a", part: 0, ms: 110, key: "k"})
+				h.feed(in{topic: "a", part: 1, ms: 110, key: "k"})
 				wantNoBatch(t, h.step())
-				h.feed(in{topic: "a", part: 0, ms: 150, key: "k"})
-				h.feed(in{topic: "a", part: 1, ms: 150, key: "k"})
-				wantKind(t, h.s.Step(), CommitBatch)
+				g := h.s.Global() // +1
+				h.s.FleetMarked(g - 1)
+				wantNoBatch(t, h.step()) // another writer may still mark +0
+				h.s.FleetMarked(g)
+				wantKind(t, h.step(), StreamBatch)
+				h.feed(in{topic: "a", part: 0, ms: 250, key: "k"})
+				h.feed(in{topic: "a", part: 1, ms: 250, key: "k"})
+				wantWrites(t, h.s.Step().Batch, "marker +1 ->0 count=2 watermark")
 			},
 		},
 		{

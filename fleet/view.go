@@ -191,6 +191,11 @@ func (v *View) DataPhases(from, below uint64) []uint64 {
 	return out
 }
 
+// Marked is the lowest Marked over every task's held report as of the last
+// Prune (0 until every task has one): each task's committed output marks
+// every phase below it (docs/FLEET.md, F8). It never goes down.
+func (v *View) Marked() uint64 { return v.pruned }
+
 // Prune forgets the data phases below every task's Marked (docs/FLEET.md,
 // rule F8): none while a task has no report. A task that moves resumes
 // from its committed offsets, and whoever gains it must still know the

@@ -204,12 +204,13 @@ func TestViewPruneF8(t *testing.T) {
 		name    string
 		reports []Report // tasks 0 and 1; a missing task is unreported
 		want    []uint64
+		marked  uint64 // View.Marked: what a shared partition's writers stream from
 	}{
-		{"a task unreported", []Report{marked(live(0, 9, 2), 9)}, []uint64{3, 4, 5, 7}},
-		{"a task without marked (an older writer)", []Report{marked(live(0, 9, 2), 9), live(1, 9, 2)}, []uint64{3, 4, 5, 7}},
-		{"below the lowest marked", []Report{marked(live(0, 6, 2), 5), marked(live(1, 9, 2), 8)}, []uint64{5, 7}},
-		{"a task behind the instance's own", []Report{marked(live(0, 4, 2), 4), marked(live(1, 30, 2), 30)}, []uint64{4, 5, 7}},
-		{"all marked past", []Report{marked(idle(0, 8, 9, 2), 9), marked(live(1, 12, 2), 12)}, nil},
+		{"a task unreported", []Report{marked(live(0, 9, 2), 9)}, []uint64{3, 4, 5, 7}, 0},
+		{"a task without marked (an older writer)", []Report{marked(live(0, 9, 2), 9), live(1, 9, 2)}, []uint64{3, 4, 5, 7}, 0},
+		{"below the lowest marked", []Report{marked(live(0, 6, 2), 5), marked(live(1, 9, 2), 8)}, []uint64{5, 7}, 5},
+		{"a task behind the instance's own", []Report{marked(live(0, 4, 2), 4), marked(live(1, 30, 2), 30)}, []uint64{4, 5, 7}, 4},
+		{"all marked past", []Report{marked(idle(0, 8, 9, 2), 9), marked(live(1, 12, 2), 12)}, nil, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,6 +224,9 @@ func TestViewPruneF8(t *testing.T) {
 			v.Prune()
 			if got := v.DataPhases(0, 100); !slices.Equal(got, tt.want) {
 				t.Fatalf("after Prune: %v, want %v", got, tt.want)
+			}
+			if got := v.Marked(); got != tt.marked {
+				t.Fatalf("Marked = %d, want %d", got, tt.marked)
 			}
 		})
 	}

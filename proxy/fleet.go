@@ -386,6 +386,7 @@ func (p *Pipeline) share(g *generation) bool {
 	g.s.Floor(g.floor, true)
 	g.s.Expect(p.view.DataPhases(g.s.Global(), global))
 	p.view.Prune()
+	g.s.FleetMarked(p.view.Marked())
 	return rose
 }
 
@@ -530,18 +531,19 @@ func (p *Pipeline) report(g *generation, now time.Time) fleet.Report {
 }
 
 // due reports whether rep must be written: it differs from the last one
-// queued in its watermark phase, idleness, generation or open phases, or
-// only in its time watermark or its marked phase (which others forget data
-// phases by, FLEET.md rule F8) and reportEvery has passed, or
-// reportRefresh has passed whatever changed.
+// queued in its watermark phase, idleness, generation, open phases or
+// marked phase (which others forget data phases by, FLEET.md rule F8, and
+// which lets a shared partition's writers stream the next phase), or only
+// in its time watermark and reportEvery has passed, or reportRefresh has
+// passed whatever changed.
 func (g *generation) due(rep fleet.Report, now time.Time) bool {
 	s := g.sent
 	switch {
 	case g.sentAt.IsZero(), s.Low != rep.Low, s.Idle != rep.Idle, s.Generation != rep.Generation, !slices.Equal(s.Open, rep.Open),
-		now.Sub(g.sentAt) >= reportRefresh:
+		s.Marked != rep.Marked, now.Sub(g.sentAt) >= reportRefresh:
 		return true
 	}
-	return (s.LowMs != rep.LowMs || s.Marked != rep.Marked) && now.Sub(g.sentAt) >= reportEvery
+	return s.LowMs != rep.LowMs && now.Sub(g.sentAt) >= reportEvery
 }
 
 // TaskStatus is one task of the fleet in Status, as this instance sees it
