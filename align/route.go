@@ -1,6 +1,15 @@
 package align
 
-// Routing picks the output partition of a data record (MARKERS.md section 4).
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Routing picks the output partition of a data record (MARKERS.md section
+// 4). It is the project's one routing type: tasks.Topology takes it to
+// decide which tasks write which output partitions, proxy.Config and
+// internal/config (through ParseRouting) pass it on.
 type Routing int
 
 const (
@@ -9,15 +18,35 @@ const (
 	RoutePartition Routing = iota
 	// RouteKey sends a record to murmur2(key) mod P_out, as Kafka's Java
 	// producer does; a record without a key falls back to RoutePartition.
+	// Any task may write any output partition.
 	RouteKey
 )
 
-// String returns the PHASEGATE_ROUTING spelling.
+// ErrRouting: a routing spelt neither "partition" nor "key".
+var ErrRouting = errors.New("align: unknown routing")
+
+// ParseRouting reads the PHASEGATE_ROUTING spelling, "partition" or "key"
+// (String's inverse); anything else is an error wrapping ErrRouting.
+func ParseRouting(s string) (Routing, error) {
+	switch s {
+	case "partition":
+		return RoutePartition, nil
+	case "key":
+		return RouteKey, nil
+	}
+	return 0, fmt.Errorf("%w %q (want \"partition\" or \"key\")", ErrRouting, s)
+}
+
+// String returns the PHASEGATE_ROUTING spelling; tasks.Layout's settings
+// (and so its fingerprint) are made of it.
 func (r Routing) String() string {
-	if r == RouteKey {
+	switch r {
+	case RoutePartition:
+		return "partition"
+	case RouteKey:
 		return "key"
 	}
-	return "partition"
+	return "Routing(" + strconv.Itoa(int(r)) + ")"
 }
 
 // route returns the output partition for a record of input partition p.

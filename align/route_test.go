@@ -1,6 +1,9 @@
 package align
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // Kafka's own partitioner test vectors (clients/src/test/.../UtilsTest.java,
 // testMurmur2): the Java producer places these keys with this hash.
@@ -52,5 +55,36 @@ func BenchmarkRouteKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		RouteKey.route(key, 0, 12)
+	}
+}
+
+// PHASEGATE_ROUTING's two spellings read back as what String writes, and
+// nothing else is a routing.
+func TestParseRouting(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want Routing
+		ok   bool
+	}{
+		{"partition", "partition", RoutePartition, true},
+		{"key", "key", RouteKey, true},
+		{"upper case", "KEY", 0, false},
+		{"empty", "", 0, false},
+		{"unknown", "random", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseRouting(c.in)
+			if !c.ok {
+				if !errors.Is(err, ErrRouting) {
+					t.Fatalf("ParseRouting(%q) = %v, %v; want ErrRouting", c.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != c.want || got.String() != c.in {
+				t.Fatalf("ParseRouting(%q) = %v, %v; want %v", c.in, got, err, c.want)
+			}
+		})
 	}
 }

@@ -10,15 +10,6 @@ import (
 	"github.com/phasegate/phasegate/watermarks"
 )
 
-// Routing picks the output partition of a data record (MARKERS.md 4).
-type Routing = align.Routing
-
-// The routings, as PHASEGATE_ROUTING spells them: "partition" and "key".
-const (
-	RoutePartition = align.RoutePartition
-	RouteKey       = align.RouteKey
-)
-
 // Config is what the pipeline needs. internal/config fills it from the
 // environment; every error of Validate names the variable.
 type Config struct {
@@ -36,7 +27,7 @@ type Config struct {
 	// the group share one global watermark (docs/FLEET.md); created when
 	// missing.
 	WatermarkTopic string
-	Routing        Routing
+	Routing        align.Routing
 	// Tasks is, with key routing, the number of tasks (tasks.Topology.Tasks:
 	// 0 is the layout's default, min(largest input's partitions, output
 	// partitions)); each output partition then has Tasks writers (wire
@@ -83,7 +74,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("PHASEGATE_WATERMARK_TOPIC=%q must be a topic of its own, neither an input, the output nor the quarantine topic", c.WatermarkTopic)
 	case c.TransactionalID == "":
 		return fmt.Errorf("PHASEGATE_TRANSACTIONAL_ID is empty")
-	case c.Tasks < 0 || c.Tasks != 0 && c.Routing != RouteKey:
+	case c.Tasks < 0 || c.Tasks != 0 && c.Routing != align.RouteKey:
 		return fmt.Errorf("PHASEGATE_TASKS=%d: set it only with PHASEGATE_ROUTING=key, to 1 or more", c.Tasks)
 	case c.Tick <= 0 || c.LagInterval <= 0 || c.QuarantineDelay <= 0:
 		return fmt.Errorf("proxy: Tick, LagInterval and QuarantineDelay must be positive")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/fleet"
 	"github.com/phasegate/phasegate/internal/topicread"
 	"github.com/phasegate/phasegate/tasks"
@@ -35,10 +36,10 @@ const reportRefresh = time.Second
 // partition: with more than one task, each writes its own lane there
 // (MARKERS.md 3.3).
 func newLayout(c sarama.Client, cfg Config, outParts int32) (*tasks.Layout, error) {
-	t := tasks.Topology{Routing: tasks.RoutePartition, OutputPartitions: outParts, OutputTopic: cfg.OutputTopic,
+	t := tasks.Topology{Routing: align.RoutePartition, OutputPartitions: outParts, OutputTopic: cfg.OutputTopic,
 		PhaseLength: cfg.Watermarks.PhaseLength, MaxOutOfOrderness: cfg.Watermarks.MaxOutOfOrderness}
-	if cfg.Routing == RouteKey {
-		t.Routing, t.Tasks = tasks.RouteKey, cfg.Tasks
+	if cfg.Routing == align.RouteKey {
+		t.Routing, t.Tasks = align.RouteKey, cfg.Tasks
 	}
 	for _, topic := range cfg.InputTopics {
 		ps, err := c.Partitions(topic)

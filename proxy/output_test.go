@@ -8,9 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/markers"
-	"github.com/phasegate/phasegate/proxy"
 )
 
 // MARKERS.md 3.3: W never changes on a partition. An output topic whose
@@ -45,7 +45,7 @@ func TestOutputWritersChecked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, map[string]int32{"a": 3}, 2)
-			e.cfg.Routing, e.cfg.Tasks = proxy.RouteKey, tt.tasks
+			e.cfg.Routing, e.cfg.Tasks = align.RouteKey, tt.tasks
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := e.prod.Produce(ctx, tt.written...); err != nil {

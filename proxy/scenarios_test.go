@@ -8,10 +8,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/internal/inproc"
 	"github.com/phasegate/phasegate/internal/verify"
 	"github.com/phasegate/phasegate/markers"
-	"github.com/phasegate/phasegate/proxy"
 )
 
 // checkAligned fails unless every phase of the output holds exactly the
@@ -261,7 +261,7 @@ func TestRestartInTheMiddle(t *testing.T) {
 func TestHotKeyRouting(t *testing.T) {
 	forks := map[string]int32{"a": 2, "b": 2}
 	e := newEnv(t, forks, 3)
-	e.cfg.Routing = proxy.RouteKey
+	e.cfg.Routing = align.RouteKey
 	base := phaseBase()
 	var recs []rec
 	for i := range 100 {
@@ -407,12 +407,12 @@ func TestTwoInstancesShareThenHandOver(t *testing.T) {
 func TestTaskHeaderIsPhasegatesOwn(t *testing.T) {
 	tests := []struct {
 		name    string
-		routing proxy.Routing
+		routing align.Routing
 		tasks   int32
 		want    func(inputPartition int32) string // "" = no header
 	}{
-		{"partition routing writes none", proxy.RoutePartition, 0, func(int32) string { return "" }},
-		{"key routing over 2 tasks writes the lane", proxy.RouteKey, 2, func(p int32) string { return strconv.Itoa(int(p % 2)) }},
+		{"partition routing writes none", align.RoutePartition, 0, func(int32) string { return "" }},
+		{"key routing over 2 tasks writes the lane", align.RouteKey, 2, func(p int32) string { return strconv.Itoa(int(p % 2)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,9 +21,10 @@
 //     watermark reports (docs/FLEET.md F1).
 //   - Every input partition belongs to exactly one task; every task holds
 //     at least one; every output partition has at least one writer. With
-//     RoutePartition each output partition has exactly one writer, so the
-//     output stays wire format version 1 (MARKERS.md section 3.2); with
-//     RouteKey every task writes every output partition (section 3.3).
+//     align.RoutePartition each output partition has exactly one writer, so
+//     the output stays wire format version 1 (MARKERS.md section 3.2); with
+//     align.RouteKey every task writes every output partition (section
+//     3.3).
 //   - Tasks move whole: a plan gives all partitions of a task to one
 //     member; Layout.TasksOf rejects claims holding part of a task.
 //   - Assign is pure and deterministic; its shares differ by at most one;
@@ -32,5 +33,6 @@
 //
 // Layout, Assign and the encoding functions are pure and safe for
 // concurrent use. The package imports sarama only for the BalanceStrategy
-// interface and its types; it opens no connection.
+// interface and its types, and align only for its Routing; it opens no
+// connection.
 package tasks

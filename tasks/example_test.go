@@ -5,6 +5,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/tasks"
 )
 
@@ -12,7 +13,7 @@ import (
 // partitions) with 3 output partitions, and the marker fields each task
 // writes.
 func ExampleNewLayout() {
-	for _, r := range []tasks.Routing{tasks.RoutePartition, tasks.RouteKey} {
+	for _, r := range []align.Routing{align.RoutePartition, align.RouteKey} {
 		l, err := tasks.NewLayout(tasks.Topology{
 			Inputs:           []tasks.Input{{Topic: "a", Partitions: 7}, {Topic: "b", Partitions: 3}, {Topic: "c", Partitions: 1}},
 			OutputPartitions: 3,

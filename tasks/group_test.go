@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/phasegate/phasegate/align"
 )
 
 // TestStrategyInGroup runs Strategy inside sarama's real group protocol
@@ -25,7 +27,7 @@ func TestStrategyInGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an in-process Kafka")
 	}
-	topo := m1(7, RoutePartition)
+	topo := m1(7, align.RoutePartition)
 	layout := mustLayout(t, topo)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {

@@ -6,33 +6,11 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/phasegate/phasegate/align"
 )
-
-// Routing is how records reach output partitions (MARKERS.md section 4);
-// it decides which tasks write which output partitions.
-type Routing uint8
-
-const (
-	// RoutePartition: input partition p goes to output partition p mod P_out.
-	RoutePartition Routing = iota
-	// RouteKey: a record goes to murmur2(key) mod P_out; any task may write
-	// any output partition.
-	RouteKey
-)
-
-// String returns the PHASEGATE_ROUTING spelling.
-func (r Routing) String() string {
-	switch r {
-	case RoutePartition:
-		return "partition"
-	case RouteKey:
-		return "key"
-	}
-	return "Routing(" + strconv.Itoa(int(r)) + ")"
-}
 
 // Input is one fork topic and its partition count.
 type Input struct {
@@ -45,7 +23,7 @@ type Input struct {
 type Topology struct {
 	Inputs           []Input
 	OutputPartitions int32
-	Routing          Routing
+	Routing          align.Routing
 	// Tasks, with RouteKey only, overrides the number of tasks (default
 	// min(max input partitions, OutputPartitions)); 1 <= Tasks <= max input
 	// partitions. It must be 0 with RoutePartition, whose layout it would
@@ -128,9 +106,9 @@ func NewLayout(t Topology) (*Layout, error) {
 	}
 	n := min(maxP, t.OutputPartitions)
 	switch {
-	case t.Routing != RoutePartition && t.Routing != RouteKey:
+	case t.Routing != align.RoutePartition && t.Routing != align.RouteKey:
 		return nil, fmt.Errorf("%w: routing %v", ErrTopology, t.Routing)
-	case t.Tasks != 0 && t.Routing != RouteKey:
+	case t.Tasks != 0 && t.Routing != align.RouteKey:
 		return nil, fmt.Errorf("%w: tasks %d is for key routing only", ErrTopology, t.Tasks)
 	case t.Tasks != 0 && (t.Tasks < 1 || t.Tasks > maxP):
 		return nil, fmt.Errorf("%w: tasks %d, want 1 to %d (the largest input's partitions)", ErrTopology, t.Tasks, maxP)
@@ -219,7 +197,7 @@ func (l *Layout) Partitions(id ID) []Partition {
 func (l *Layout) Outputs(id ID) []int32 {
 	var outs []int32
 	for o := int32(0); o < l.topo.OutputPartitions; o++ {
-		if l.topo.Routing == RouteKey || o%l.n == int32(id) {
+		if l.topo.Routing == align.RouteKey || o%l.n == int32(id) {
 			outs = append(outs, o)
 		}
 	}
@@ -228,7 +206,7 @@ func (l *Layout) Outputs(id ID) []int32 {
 
 // Writers returns the tasks that write output partition o, ascending.
 func (l *Layout) Writers(o int32) []ID {
-	if l.topo.Routing == RoutePartition {
+	if l.topo.Routing == align.RoutePartition {
 		return []ID{ID(o % l.n)}
 	}
 	ids := make([]ID, l.n)

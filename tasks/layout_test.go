@@ -5,11 +5,13 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/phasegate/phasegate/align"
 )
 
 // m1 is the topology of issue 11's scenario M1: forks of 7, 3 and 1
 // partitions.
-func m1(out int32, r Routing) Topology {
+func m1(out int32, r align.Routing) Topology {
 	return Topology{Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: out, Routing: r}
 }
 
@@ -22,27 +24,27 @@ func TestLayout(t *testing.T) {
 		writers map[int32][]ID     // some outputs' writers
 	}{
 		{"partition routing, P_out = max input partitions: task o is input partition o",
-			m1(7, RoutePartition), 7,
+			m1(7, align.RoutePartition), 7,
 			map[ID][]Partition{0: {{"a", 0}, {"b", 0}, {"c", 0}}, 2: {{"a", 2}, {"b", 2}}, 6: {{"a", 6}}},
 			map[int32][]ID{0: {0}, 6: {6}}},
 		{"partition routing, P_out < inputs: task o holds p mod P_out = o",
-			m1(3, RoutePartition), 3,
+			m1(3, align.RoutePartition), 3,
 			map[ID][]Partition{0: {{"a", 0}, {"a", 3}, {"a", 6}, {"b", 0}, {"c", 0}}, 2: {{"a", 2}, {"a", 5}, {"b", 2}}},
 			map[int32][]ID{0: {0}, 1: {1}, 2: {2}}},
 		{"partition routing, P_out > inputs: outputs no input reaches get task o mod T",
-			m1(12, RoutePartition), 7,
+			m1(12, align.RoutePartition), 7,
 			map[ID][]Partition{1: {{"a", 1}, {"b", 1}}},
 			map[int32][]ID{1: {1}, 7: {0}, 8: {1}, 11: {4}}},
 		{"partition routing, one output partition: one task, one writer",
-			m1(1, RoutePartition), 1,
+			m1(1, align.RoutePartition), 1,
 			map[ID][]Partition{0: {{"a", 0}, {"a", 1}, {"a", 2}, {"a", 3}, {"a", 4}, {"a", 5}, {"a", 6}, {"b", 0}, {"b", 1}, {"b", 2}, {"c", 0}}},
 			map[int32][]ID{0: {0}}},
 		{"key routing: every task writes every output partition",
-			m1(3, RouteKey), 3,
+			m1(3, align.RouteKey), 3,
 			map[ID][]Partition{1: {{"a", 1}, {"a", 4}, {"b", 1}}},
 			map[int32][]ID{0: {0, 1, 2}, 2: {0, 1, 2}}},
 		{"key routing with more tasks than output partitions",
-			Topology{Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 2, Routing: RouteKey, Tasks: 7}, 7,
+			Topology{Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 2, Routing: align.RouteKey, Tasks: 7}, 7,
 			map[ID][]Partition{6: {{"a", 6}}},
 			map[int32][]ID{1: {0, 1, 2, 3, 4, 5, 6}}},
 	}
@@ -95,7 +97,7 @@ func checkLayout(t *testing.T, l *Layout) {
 			if got, ok := l.TaskOf(p.Topic, p.Partition); !ok || got != id {
 				t.Errorf("TaskOf(%v) = %d, %v; want %d", p, got, ok, id)
 			}
-			if topo.Routing == RoutePartition {
+			if topo.Routing == align.RoutePartition {
 				o := p.Partition % topo.OutputPartitions
 				if ws := l.Writers(o); len(ws) != 1 || ws[0] != id {
 					t.Errorf("%v routes to output %d, whose writers are %v, not only task %d", p, o, ws, id)
@@ -142,8 +144,8 @@ func TestNewLayoutErrors(t *testing.T) {
 		{"input twice", Topology{Inputs: []Input{{"a", 1}, {"a", 2}}, OutputPartitions: 1}},
 		{"unknown routing", Topology{Inputs: []Input{{"a", 1}}, OutputPartitions: 1, Routing: 9}},
 		{"tasks with partition routing", Topology{Inputs: []Input{{"a", 4}}, OutputPartitions: 1, Tasks: 2}},
-		{"more tasks than input partitions", Topology{Inputs: []Input{{"a", 4}}, OutputPartitions: 1, Routing: RouteKey, Tasks: 5}},
-		{"negative tasks", Topology{Inputs: []Input{{"a", 4}}, OutputPartitions: 1, Routing: RouteKey, Tasks: -1}},
+		{"more tasks than input partitions", Topology{Inputs: []Input{{"a", 4}}, OutputPartitions: 1, Routing: align.RouteKey, Tasks: 5}},
+		{"negative tasks", Topology{Inputs: []Input{{"a", 4}}, OutputPartitions: 1, Routing: align.RouteKey, Tasks: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,17 +157,17 @@ func TestNewLayoutErrors(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
-	base := mustLayout(t, m1(3, RoutePartition)).Fingerprint()
+	base := mustLayout(t, m1(3, align.RoutePartition)).Fingerprint()
 	reordered := Topology{Inputs: []Input{{"c", 1}, {"a", 7}, {"b", 3}}, OutputPartitions: 3}
 	if got := mustLayout(t, reordered).Fingerprint(); got != base {
 		t.Fatalf("input order changed the fingerprint: %x vs %x", got, base)
 	}
 	for name, other := range map[string]Topology{
-		"output partitions": m1(4, RoutePartition),
-		"routing":           m1(3, RouteKey),
+		"output partitions": m1(4, align.RoutePartition),
+		"routing":           m1(3, align.RouteKey),
 		"input partitions":  {Inputs: []Input{{"a", 8}, {"b", 3}, {"c", 1}}, OutputPartitions: 3},
 		"input name":        {Inputs: []Input{{"x", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3},
-		"task count":        {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, Routing: RouteKey, Tasks: 2},
+		"task count":        {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, Routing: align.RouteKey, Tasks: 2},
 		"output topic":      {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, OutputTopic: "aligned"},
 		"phase length":      {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, PhaseLength: time.Second},
 		"out-of-orderness":  {Inputs: []Input{{"a", 7}, {"b", 3}, {"c", 1}}, OutputPartitions: 3, MaxOutOfOrderness: time.Second},
@@ -179,7 +181,7 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestTasksOf(t *testing.T) {
-	l := mustLayout(t, m1(3, RoutePartition))
+	l := mustLayout(t, m1(3, align.RoutePartition))
 	tests := []struct {
 		name   string
 		claims map[string][]int32
@@ -204,7 +206,7 @@ func TestTasksOf(t *testing.T) {
 }
 
 func TestCheckTopics(t *testing.T) {
-	l := mustLayout(t, m1(3, RoutePartition))
+	l := mustLayout(t, m1(3, align.RoutePartition))
 	parts := func(n int32) []int32 {
 		ps := make([]int32, n)
 		for i := range ps {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/fleet"
 	"github.com/phasegate/phasegate/markers"
 )
@@ -28,7 +29,7 @@ import (
 // report late data; without F7 (no DataPhases) 118 lose phases.
 func TestFleetSimulation(t *testing.T) {
 	moves, ran := 0, 0
-	for _, r := range []Routing{RoutePartition, RouteKey} {
+	for _, r := range []align.Routing{align.RoutePartition, align.RouteKey} {
 		for seed := uint64(1); seed <= 60; seed++ {
 			t.Run(fmt.Sprintf("%v/seed=%d", r, seed), func(t *testing.T) {
 				moves += simulate(t, seed, r)
@@ -74,12 +75,12 @@ func (s *simTask) low() uint64 {
 	return low
 }
 
-func simulate(t *testing.T, seed uint64, routing Routing) (moves int) {
+func simulate(t *testing.T, seed uint64, routing align.Routing) (moves int) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	topo := Topology{Inputs: []Input{{"a", 4}, {"b", 2}, {"c", 1}}, OutputPartitions: 3, Routing: routing}
 	l := mustLayout(t, topo)
 	route := func(rec simRec) int32 {
-		if routing == RouteKey {
+		if routing == align.RouteKey {
 			h := fnv.New32a()
 			h.Write([]byte(rec.key))
 			return int32(h.Sum32() % uint32(topo.OutputPartitions))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/phasegate/phasegate/align"
 )
 
 // group simulates the classic consumer group protocol as sarama runs it
@@ -97,7 +99,7 @@ func (g *group) rebalance() map[string][]ID {
 }
 
 func TestStrategyRebalances(t *testing.T) {
-	g := newGroup(t, m1(7, RoutePartition))
+	g := newGroup(t, m1(7, align.RoutePartition))
 	add := func(ids ...string) {
 		for _, id := range ids {
 			g.members[id] = NewStrategy(g.layout)
@@ -132,7 +134,7 @@ func TestStrategyRebalances(t *testing.T) {
 }
 
 func TestStrategyRestore(t *testing.T) {
-	g := newGroup(t, m1(3, RoutePartition))
+	g := newGroup(t, m1(3, align.RoutePartition))
 	g.members["a"] = NewStrategy(g.layout)
 	g.members["b"] = NewStrategy(g.layout)
 	g.rebalance() // a: 0, 1; b: 2
@@ -144,7 +146,7 @@ func TestStrategyRestore(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("tasks = %v, want %v (stale restored claims lose to a's newer one)", got, want)
 	}
-	g2 := newGroup(t, m1(3, RoutePartition))
+	g2 := newGroup(t, m1(3, align.RoutePartition))
 	for _, id := range []string{"a", "b", "c"} {
 		g2.members[id] = NewStrategy(g2.layout)
 	}
@@ -155,8 +157,8 @@ func TestStrategyRestore(t *testing.T) {
 }
 
 func TestStrategyRefuses(t *testing.T) {
-	l := mustLayout(t, m1(3, RoutePartition))
-	other := mustLayout(t, m1(4, RoutePartition))
+	l := mustLayout(t, m1(3, align.RoutePartition))
+	other := mustLayout(t, m1(4, align.RoutePartition))
 	topics := (&group{layout: l}).topics()
 	member := func(s *Strategy) sarama.ConsumerGroupMemberMetadata {
 		ud, _ := s.SubscriptionUserData(nil)
@@ -264,7 +266,7 @@ func TestGroupSettings(t *testing.T) {
 // A SettingsError names each setting that differs, with both values.
 func TestSettingsError(t *testing.T) {
 	topo := func(f func(*Topology)) *Layout {
-		tp := Topology{Inputs: []Input{{"a", 3}}, OutputPartitions: 3, Routing: RouteKey, Tasks: 3,
+		tp := Topology{Inputs: []Input{{"a", 3}}, OutputPartitions: 3, Routing: align.RouteKey, Tasks: 3,
 			OutputTopic: "aligned", PhaseLength: 100 * time.Millisecond}
 		f(&tp)
 		l, err := NewLayout(tp)

@@ -7,20 +7,19 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/proxy"
 	"github.com/phasegate/phasegate/watermarks"
 )
 
-// routing is PHASEGATE_ROUTING as the proxy's type.
-func (c Config) routing() (proxy.Routing, error) {
-	switch c.Routing {
-	case "partition":
-		return proxy.RoutePartition, nil
-	case "key":
-		return proxy.RouteKey, nil
+// routing is PHASEGATE_ROUTING, read by align.ParseRouting.
+func (c Config) routing() (align.Routing, error) {
+	r, err := align.ParseRouting(c.Routing)
+	if err != nil {
+		return 0, BadVar("ROUTING", c.Routing, "partition or key")
 	}
-	return 0, BadVar("ROUTING", c.Routing, "partition or key")
+	return r, nil
 }
 
 // tasks is PHASEGATE_TASKS: 1 with key routing when unset or empty, so
@@ -30,9 +29,9 @@ func (c Config) routing() (proxy.Routing, error) {
 // It is refused with partition routing, whose tasks follow the output
 // partitions (tasks.Layout): a count there would break the one-writer
 // layout instead of being ignored.
-func (c Config) tasks(routing proxy.Routing) (int32, error) {
+func (c Config) tasks(routing align.Routing) (int32, error) {
 	if c.Tasks == "" {
-		if routing == proxy.RouteKey {
+		if routing == align.RouteKey {
 			return 1, nil
 		}
 		return 0, nil
@@ -41,7 +40,7 @@ func (c Config) tasks(routing proxy.Routing) (int32, error) {
 	if err != nil || n < 1 {
 		return 0, BadVar("TASKS", c.Tasks, "a whole number of at least 1 (unset: 1)")
 	}
-	if routing != proxy.RouteKey {
+	if routing != align.RouteKey {
 		return 0, &Error{fmt.Sprintf("%sTASKS=%q is set but %sROUTING=%q: the tasks of partition routing follow the output partitions; set %sROUTING=key or unset %sTASKS",
 			Prefix, c.Tasks, Prefix, c.Routing, Prefix, Prefix)}
 	}
