@@ -7,6 +7,7 @@ import (
 
 	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/dedupe"
+	"github.com/phasegate/phasegate/tasks"
 	"github.com/phasegate/phasegate/watermarks"
 )
 
@@ -74,7 +75,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("PHASEGATE_WATERMARK_TOPIC=%q must be a topic of its own, neither an input, the output nor the quarantine topic", c.WatermarkTopic)
 	case c.TransactionalID == "":
 		return fmt.Errorf("PHASEGATE_TRANSACTIONAL_ID is empty")
-	case c.Tasks < 0 || c.Tasks != 0 && c.Routing != align.RouteKey:
+	case c.Tasks < 0 || tasks.CheckTasks(c.Routing, c.Tasks) != nil:
 		return fmt.Errorf("PHASEGATE_TASKS=%d: set it only with PHASEGATE_ROUTING=key, to 1 or more", c.Tasks)
 	case c.Tick <= 0 || c.LagInterval <= 0 || c.QuarantineDelay <= 0:
 		return fmt.Errorf("proxy: Tick, LagInterval and QuarantineDelay must be positive")

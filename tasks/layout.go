@@ -84,6 +84,20 @@ type Layout struct {
 	settings string
 }
 
+// CheckTasks is the one rule that a task count (Topology.Tasks; 0 is the
+// layout's default) goes with key routing only: the tasks of partition
+// routing follow the output partitions, and a count would break the
+// one-writer layout instead of being ignored. It returns nil, or an error
+// wrapping ErrTopology. NewLayout calls it; so do proxy.Config.Validate
+// and internal/config (PHASEGATE_TASKS), which name the variables in
+// their own messages. Safe for concurrent use.
+func CheckTasks(r align.Routing, n int32) error {
+	if n != 0 && r != align.RouteKey {
+		return fmt.Errorf("%w: tasks %d is for key routing only", ErrTopology, n)
+	}
+	return nil
+}
+
 // NewLayout checks t and returns its layout. Errors wrap ErrTopology.
 func NewLayout(t Topology) (*Layout, error) {
 	if len(t.Inputs) == 0 {
@@ -105,11 +119,13 @@ func NewLayout(t Topology) (*Layout, error) {
 		maxP = max(maxP, in.Partitions)
 	}
 	n := min(maxP, t.OutputPartitions)
-	switch {
-	case t.Routing != align.RoutePartition && t.Routing != align.RouteKey:
+	if t.Routing != align.RoutePartition && t.Routing != align.RouteKey {
 		return nil, fmt.Errorf("%w: routing %v", ErrTopology, t.Routing)
-	case t.Tasks != 0 && t.Routing != align.RouteKey:
-		return nil, fmt.Errorf("%w: tasks %d is for key routing only", ErrTopology, t.Tasks)
+	}
+	if err := CheckTasks(t.Routing, t.Tasks); err != nil {
+		return nil, err
+	}
+	switch {
 	case t.Tasks != 0 && (t.Tasks < 1 || t.Tasks > maxP):
 		return nil, fmt.Errorf("%w: tasks %d, want 1 to %d (the largest input's partitions)", ErrTopology, t.Tasks, maxP)
 	case t.Tasks != 0:

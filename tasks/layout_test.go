@@ -242,3 +242,35 @@ func mustLayout(t testing.TB, topo Topology) *Layout {
 	}
 	return l
 }
+
+// A task count goes with key routing only; 0, the layout's default, goes
+// with either. proxy.Config.Validate and internal/config's PHASEGATE_TASKS
+// rely on this one rule.
+func TestCheckTasks(t *testing.T) {
+	cases := []struct {
+		name    string
+		routing align.Routing
+		n       int32
+		ok      bool
+	}{
+		{"partition, default", align.RoutePartition, 0, true},
+		{"partition, one task", align.RoutePartition, 1, false},
+		{"partition, three tasks", align.RoutePartition, 3, false},
+		{"partition, negative", align.RoutePartition, -1, false},
+		{"key, default", align.RouteKey, 0, true},
+		{"key, one task", align.RouteKey, 1, true},
+		{"key, three tasks", align.RouteKey, 3, true},
+		{"unknown routing, three tasks", 9, 3, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckTasks(c.routing, c.n)
+			if c.ok != (err == nil) {
+				t.Fatalf("CheckTasks(%v, %d) = %v, want ok %v", c.routing, c.n, err, c.ok)
+			}
+			if err != nil && !errors.Is(err, ErrTopology) {
+				t.Fatalf("CheckTasks(%v, %d) = %v, want an ErrTopology", c.routing, c.n, err)
+			}
+		})
+	}
+}

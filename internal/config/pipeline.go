@@ -10,6 +10,7 @@ import (
 	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/dedupe"
 	"github.com/phasegate/phasegate/proxy"
+	"github.com/phasegate/phasegate/tasks"
 	"github.com/phasegate/phasegate/watermarks"
 )
 
@@ -26,9 +27,8 @@ func (c Config) routing() (align.Routing, error) {
 // that an output topic written before several tasks existed stays version
 // 1 (MARKERS.md 3.3: the writers of a partition never change), and 0 (the
 // layout's) with partition routing.
-// It is refused with partition routing, whose tasks follow the output
-// partitions (tasks.Layout): a count there would break the one-writer
-// layout instead of being ignored.
+// A count is refused with partition routing (tasks.CheckTasks, the one
+// rule), in a line that names both variables.
 func (c Config) tasks(routing align.Routing) (int32, error) {
 	if c.Tasks == "" {
 		if routing == align.RouteKey {
@@ -40,7 +40,7 @@ func (c Config) tasks(routing align.Routing) (int32, error) {
 	if err != nil || n < 1 {
 		return 0, BadVar("TASKS", c.Tasks, "a whole number of at least 1 (unset: 1)")
 	}
-	if routing != align.RouteKey {
+	if tasks.CheckTasks(routing, int32(n)) != nil {
 		return 0, &Error{fmt.Sprintf("%sTASKS=%q is set but %sROUTING=%q: the tasks of partition routing follow the output partitions; set %sROUTING=key or unset %sTASKS",
 			Prefix, c.Tasks, Prefix, c.Routing, Prefix, Prefix)}
 	}
@@ -73,14 +73,14 @@ func (c Config) Pipeline() (proxy.Config, error) {
 	if err != nil {
 		return proxy.Config{}, BadVar("SEAL_POLICY", c.SealPolicy, "wait or seal")
 	}
-	tasks, err := c.tasks(routing)
+	taskCount, err := c.tasks(routing)
 	if err != nil {
 		return proxy.Config{}, err
 	}
 	return proxy.Config{
 		InputTopics: c.InputTopics, OutputTopic: c.OutputTopic, QuarantineTopic: c.QuarantineTopic,
 		WatermarkTopic: c.WatermarkTopic, GroupID: c.GroupID, TransactionalID: c.TransactionalID, InstanceID: c.InstanceID, Routing: routing,
-		Tasks: tasks,
+		Tasks: taskCount,
 		Watermarks: watermarks.Config{
 			PhaseLength: c.PhaseLength, MaxOutOfOrderness: c.MaxOutOfOrderness, IdleTimeout: c.IdleTimeout,
 			MaxBufferBytes: c.MaxBufferBytes, SealTimeoutMin: c.SealTimeoutMin, SealTimeoutMax: c.SealTimeoutMax,
