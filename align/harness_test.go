@@ -136,8 +136,7 @@ func (h *harness) record(r in, off int64) Record[string] {
 	}
 	if r.marker != nil {
 		rec.Value = r.marker.AppendInput(nil)
-		hs = append(hs, markers.Header{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-			markers.Header{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, r.marker.Phase)})
+		hs = markers.AppendMarkerHeaders(hs, markers.AppendPhase(nil, r.marker.Phase))
 	}
 	for _, hd := range hs {
 		if rec.MetaErr == nil {
@@ -217,21 +216,16 @@ func (h *harness) commit(b *Batch[string]) {
 		switch w.Kind {
 		case Data:
 			part := h.out[w.Partition]
-			hs := []markers.Header{
-				{Key: []byte(markers.HeaderPhase), Value: w.Phase()},
-				{Key: []byte(markers.HeaderID), Value: []byte(w.Msg)},
-				{Key: []byte(markers.HeaderSource), Value: []byte(sourceOf(w.Msg))},
-			}
-			if task := b.Task(w); task != nil {
-				hs = append(hs, markers.Header{Key: []byte(markers.HeaderTask), Value: task})
-			}
+			// As proxy writes it, from an input record whose phasegate.id is
+			// its label.
+			hs := []markers.Header{{Key: []byte(markers.HeaderID), Value: []byte(w.Msg)}}
+			var kept markers.DataHeaders
+			kept.Keep(hs[0].Key)
+			hs = markers.AppendDataHeaders(hs, kept, w.Phase(), []byte(sourceOf(w.Msg)), b.Task(w))
 			h.out[w.Partition] = append(part, markers.Record{Key: []byte("k"), Value: []byte(w.Msg), Offset: int64(len(part)), Headers: hs})
 		case MarkerWrite:
 			part := h.out[w.Partition]
-			part = append(part, markers.Record{Value: w.Value(), Offset: int64(len(part)), Headers: []markers.Header{
-				{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-				{Key: []byte(markers.HeaderPhase), Value: w.Phase()},
-			}})
+			part = append(part, markers.Record{Value: w.Value(), Offset: int64(len(part)), Headers: markers.AppendMarkerHeaders[markers.Header](nil, w.Phase())})
 			h.out[w.Partition] = part
 		case Quarantine:
 			h.quar = append(h.quar, string(w.Reason)+" "+w.Msg)

@@ -8,7 +8,11 @@
 // The package is a leaf: the standard library only, no Kafka client, no
 // package-level state, no clock. Headers are plain byte slices
 // (Header, or key and value passed to Meta.Observe), so callers holding
-// sarama or franz-go headers use it without conversion.
+// sarama or franz-go headers use it without conversion. What phasegate
+// writes is built here too, into the caller's header type (HeaderLike):
+// an output data record's headers (DataHeaders, AppendDataHeaders), a
+// marker record's (AppendMarkerHeaders; Marker.AppendOutput is its value)
+// and a quarantined record's (AppendQuarantineHeaders).
 //
 // Invariants:
 //   - Versions: a marker of a one-writer partition, and every input
@@ -27,10 +31,10 @@
 //   - Unknown JSON fields of a marker and unknown phasegate.* headers are
 //     ignored; known ones given twice are errors.
 //   - The per-record functions (ParsePhase, PhaseOf, Meta.Observe,
-//     Meta.Check, Inspect, AppendIdentity, AppendSource, ParseTask) do not
-//     allocate, on success or error: their errors are the package's
-//     sentinels, compared with errors.Is. Benchmarks in bench_test.go hold
-//     them to it.
+//     Meta.Check, Inspect, AppendIdentity, AppendSource, ParseTask,
+//     DataHeaders.Keep) do not allocate, on success or error: their errors
+//     are the package's sentinels, compared with errors.Is. Benchmarks in
+//     bench_test.go (and, for Keep, output_test.go) hold them to it.
 //   - Every other error either wraps a sentinel (ErrSource), is a
 //     *MalformedError (errors.Is ErrMalformed), or is a *Violation.
 //   - A Reader reports every broken rule of MARKERS.md sections 3.2 and

@@ -43,10 +43,7 @@ func ExampleReader() {
 		m := markers.Marker{Phase: phase, Partition: 0, Count: count, HasCount: true,
 			Sources: map[string]int64{"orders": count}, WatermarkMs: 1733140800000,
 			SealedBy: markers.SealedByWatermark, Emitter: "phasegate-0"}
-		return markers.Record{Value: m.AppendOutput(nil), Headers: []markers.Header{
-			{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-			{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
-		}}
+		return markers.Record{Value: m.AppendOutput(nil), Headers: markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, phase))}
 	}
 	partition := []markers.Record{out(42, "1"), out(42, "2"), marker(42, 2), marker(43, 0), out(44, "3"), marker(44, 2)}
 
@@ -91,10 +88,7 @@ func ExampleReader_severalWriters() {
 			Sources: map[string]int64{"orders": count}, WatermarkMs: 1733140800000,
 			SealedBy: markers.SealedByWatermark, Emitter: "phasegate-" + strconv.Itoa(int(task)),
 			Task: task, Writers: 2}
-		return markers.Record{Value: m.AppendOutput(nil), Headers: []markers.Header{
-			{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-			{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
-		}}
+		return markers.Record{Value: m.AppendOutput(nil), Headers: markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, phase))}
 	}
 	partition := []markers.Record{
 		out(42, "1", 0), marker(42, 1, 0), out(43, "2", 0), out(42, "3", 1),

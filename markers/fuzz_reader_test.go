@@ -90,7 +90,7 @@ func fuzzStream(b []byte) []Record {
 		case 6: // marker headers with an arbitrary value
 			ph, n := uint64(arg()%6), int(arg()%64)
 			end := min(i+n, len(b))
-			recs = append(recs, Record{Headers: []Header{h(HeaderMarker, "1"), h(HeaderPhase, strconv.FormatUint(ph, 10))}, Value: b[i:end]})
+			recs = append(recs, Record{Headers: AppendMarkerHeaders[Header](nil, AppendPhase(nil, ph)), Value: b[i:end]})
 			i = end
 		}
 	}

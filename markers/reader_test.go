@@ -30,7 +30,7 @@ func mk(ph uint64, count int64) Record {
 func mkWith(ph uint64, count int64, fn func(*Record, *Marker)) Record {
 	m := Marker{Phase: ph, Partition: testPartition, Count: count, HasCount: true,
 		Sources: map[string]int64{"in": count}, WatermarkMs: 1000, SealedBy: SealedByWatermark, Emitter: "pg-0"}
-	rec := Record{Headers: []Header{h(HeaderMarker, "1"), h(HeaderPhase, strconv.FormatUint(ph, 10))}}
+	rec := Record{Headers: AppendMarkerHeaders[Header](nil, AppendPhase(nil, ph))}
 	fn(&rec, &m)
 	if rec.Value == nil {
 		rec.Value = m.AppendOutput(nil)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -195,11 +194,8 @@ func (p *Pipeline) message(b *align.Batch[*sarama.ConsumerMessage], w align.Writ
 	case align.MarkerWrite:
 		return &sarama.ProducerMessage{
 			Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: w.Seal.Sealed,
-			Value: sarama.ByteEncoder(w.Value()),
-			Headers: []sarama.RecordHeader{
-				{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-				{Key: []byte(markers.HeaderPhase), Value: w.Phase()},
-			},
+			Value:   sarama.ByteEncoder(w.Value()),
+			Headers: markers.AppendMarkerHeaders(make([]sarama.RecordHeader, 0, 2), w.Phase()),
 		}
 	case align.Quarantine:
 		return p.quarantineMessage(w)
@@ -208,31 +204,19 @@ func (p *Pipeline) message(b *align.Batch[*sarama.ConsumerMessage], w align.Writ
 }
 
 // dataMessage is the input record as published (MARKERS.md 2): key, value,
-// timestamp and headers unchanged, with phasegate.phase and phasegate.id
-// added when absent and phasegate.source added.
+// timestamp and headers unchanged but for the headers markers.DataHeaders
+// drops, then the ones markers.AppendDataHeaders adds.
 func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage], task []byte) *sarama.ProducerMessage {
 	msg := w.Msg
 	source := markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset)
-	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+4)
-	var hasPhase, hasID bool
+	headers := make([]sarama.RecordHeader, 0, len(msg.Headers)+markers.MaxAddedHeaders)
+	var kept markers.DataHeaders
 	for _, h := range msg.Headers {
-		if bytes.Equal(h.Key, []byte(markers.HeaderSource)) || bytes.Equal(h.Key, []byte(markers.HeaderTask)) {
-			continue // an upstream phasegate's source and task are replaced by ours (MARKERS.md 2)
+		if kept.Keep(h.Key) {
+			headers = append(headers, *h)
 		}
-		hasPhase = hasPhase || bytes.Equal(h.Key, []byte(markers.HeaderPhase))
-		hasID = hasID || bytes.Equal(h.Key, []byte(markers.HeaderID))
-		headers = append(headers, *h)
 	}
-	if !hasPhase {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderPhase), Value: w.Phase()})
-	}
-	if !hasID {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderID), Value: source})
-	}
-	headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderSource), Value: source})
-	if task != nil {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(markers.HeaderTask), Value: task})
-	}
+	headers = markers.AppendDataHeaders(headers, kept, w.Phase(), source, task)
 	return &sarama.ProducerMessage{
 		Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
 		Key: encoder(msg.Key), Value: encoder(msg.Value), Headers: headers,
@@ -247,10 +231,7 @@ func (p *Pipeline) quarantineMessage(w align.Write[*sarama.ConsumerMessage]) *sa
 	for _, h := range msg.Headers {
 		headers = append(headers, *h)
 	}
-	headers = append(headers,
-		sarama.RecordHeader{Key: []byte(markers.HeaderReason), Value: []byte(w.Reason)},
-		sarama.RecordHeader{Key: []byte(markers.HeaderSource), Value: markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset)},
-	)
+	headers = markers.AppendQuarantineHeaders(headers, w.Reason, markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset))
 	return &sarama.ProducerMessage{
 		Topic: p.cfg.QuarantineTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
 		Key: encoder(msg.Key), Value: encoder(msg.Value), Headers: headers,

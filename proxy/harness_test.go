@@ -135,8 +135,7 @@ func (e *env) write(recs ...rec) {
 		if r.marker != nil {
 			kr.Key = nil
 			kr.Value = r.marker.AppendInput(nil)
-			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: markers.HeaderMarker, Value: []byte("1")},
-				kgo.RecordHeader{Key: markers.HeaderPhase, Value: markers.AppendPhase(nil, r.marker.Phase)})
+			kr.Headers = append(kr.Headers, kafkatest.Headers(markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, r.marker.Phase)))...)
 		}
 		krs[i] = kr
 	}

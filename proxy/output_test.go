@@ -10,6 +10,7 @@ import (
 
 	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/internal/inproc"
+	"github.com/phasegate/phasegate/internal/kafkatest"
 	"github.com/phasegate/phasegate/markers"
 )
 
@@ -22,13 +23,12 @@ func TestOutputWritersChecked(t *testing.T) {
 	marker := func(p int32, phase uint64, task, writers int32) *kgo.Record {
 		m := markers.Marker{Phase: phase, Partition: p, HasCount: true, Sources: map[string]int64{}, SealedBy: markers.SealedByWatermark,
 			Emitter: "phasegate-old", Task: task, Writers: writers}
-		return &kgo.Record{Topic: "out", Partition: p, Value: m.AppendOutput(nil), Headers: []kgo.RecordHeader{
-			{Key: markers.HeaderMarker, Value: []byte("1")}, {Key: markers.HeaderPhase, Value: markers.AppendPhase(nil, phase)}}}
+		return &kgo.Record{Topic: "out", Partition: p, Value: m.AppendOutput(nil),
+			Headers: kafkatest.Headers(markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, phase)))}
 	}
 	data := func(p int32, phase uint64) *kgo.Record {
-		return &kgo.Record{Topic: "out", Partition: p, Value: []byte("v"), Headers: []kgo.RecordHeader{
-			{Key: markers.HeaderPhase, Value: markers.AppendPhase(nil, phase)}, {Key: markers.HeaderID, Value: []byte("x")},
-			{Key: markers.HeaderSource, Value: []byte("a/0/0")}}}
+		return &kgo.Record{Topic: "out", Partition: p, Value: []byte("v"),
+			Headers: kafkatest.Headers(markers.AppendDataHeaders[markers.Header](nil, markers.DataHeaders{}, markers.AppendPhase(nil, phase), []byte("a/0/0"), nil))}
 	}
 	tests := []struct {
 		name    string

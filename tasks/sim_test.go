@@ -165,14 +165,12 @@ func simulate(t *testing.T, seed uint64, routing align.Routing) (moves int) {
 					if route(rec) != o {
 						continue
 					}
-					hs := []markers.Header{
-						{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, ph)},
-						{Key: []byte(markers.HeaderID), Value: markers.AppendIdentity(nil, nil, rec.topic, rec.part, int64(rec.off))},
-						{Key: []byte(markers.HeaderSource), Value: markers.AppendSource(nil, rec.topic, rec.part, int64(rec.off))},
-					}
+					var taskHdr []byte
 					if writers > 0 {
-						hs = append(hs, markers.Header{Key: []byte(markers.HeaderTask), Value: strconv.AppendInt(nil, int64(task), 10)})
+						taskHdr = strconv.AppendInt(nil, int64(task), 10)
 					}
+					hs := markers.AppendDataHeaders[markers.Header](nil, markers.DataHeaders{}, markers.AppendPhase(nil, ph),
+						markers.AppendSource(nil, rec.topic, rec.part, int64(rec.off)), taskHdr)
 					s.outbox[o] = append(s.outbox[o], markers.Record{Key: []byte(rec.key), Value: []byte("v"), Headers: hs})
 					n++
 				}
@@ -186,9 +184,8 @@ func simulate(t *testing.T, seed uint64, routing align.Routing) (moves int) {
 				if err := m.ValidateOutput(); err != nil {
 					t.Fatal(err)
 				}
-				s.outbox[o] = append(s.outbox[o], markers.Record{Value: m.AppendOutput(nil), Headers: []markers.Header{
-					{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-					{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, ph)}}})
+				s.outbox[o] = append(s.outbox[o], markers.Record{Value: m.AppendOutput(nil),
+					Headers: markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, ph))})
 			}
 			delete(s.open, ph)
 		}

@@ -186,18 +186,14 @@ func lanes(t *testing.T, brokers []string) {
 	var recs []*kgo.Record
 	for task, topic := range []string{"orders", "payments"} {
 		for ph := uint64(5); ph <= 8; ph++ {
-			hs := func(extra ...kgo.RecordHeader) []kgo.RecordHeader {
-				return append([]kgo.RecordHeader{{Key: markers.HeaderPhase, Value: markers.AppendPhase(nil, ph)}}, extra...)
-			}
-			id := fmt.Sprintf("%s/0/%d", topic, ph)
+			phase := markers.AppendPhase(nil, ph)
+			source := fmt.Appendf(nil, "%s/0/%d", topic, ph)
 			recs = append(recs, &kgo.Record{Topic: "aligned", Key: []byte(fmt.Sprint("key-", ph)), Value: []byte("v"),
-				Headers: hs(kgo.RecordHeader{Key: markers.HeaderID, Value: []byte(id)},
-					kgo.RecordHeader{Key: markers.HeaderSource, Value: []byte(id)},
-					kgo.RecordHeader{Key: markers.HeaderTask, Value: []byte(fmt.Sprint(task))})})
+				Headers: kafkatest.Headers(markers.AppendDataHeaders[markers.Header](nil, markers.DataHeaders{}, phase, source, fmt.Append(nil, task)))})
 			m := markers.Marker{Phase: ph, Count: 1, Sources: map[string]int64{topic: 1}, WatermarkMs: 1,
 				SealedBy: markers.SealedByWatermark, Emitter: fmt.Sprint("pg-", task), Writers: 2, Task: int32(task)}
 			recs = append(recs, &kgo.Record{Topic: "aligned", Value: m.AppendOutput(nil),
-				Headers: hs(kgo.RecordHeader{Key: markers.HeaderMarker, Value: []byte("1")})})
+				Headers: kafkatest.Headers(markers.AppendMarkerHeaders[markers.Header](nil, phase))})
 		}
 	}
 	prod, err := kafkatest.NewProducer(brokers)

@@ -74,6 +74,16 @@ func (p *Producer) Produce(ctx context.Context, recs ...*kgo.Record) error {
 // Close closes the client.
 func (p *Producer) Close() { p.cl.Close() }
 
+// Headers is hs as franz-go's headers, for records that tests build with
+// markers' Append*Headers functions.
+func Headers(hs []markers.Header) []kgo.RecordHeader {
+	out := make([]kgo.RecordHeader, len(hs))
+	for i, h := range hs {
+		out[i] = kgo.RecordHeader{Key: string(h.Key), Value: h.Value}
+	}
+	return out
+}
+
 // Source is a written record's <topic>/<partition>/<offset>.
 func Source(r *kgo.Record) string {
 	return string(markers.AppendSource(nil, r.Topic, r.Partition, r.Offset))

@@ -130,10 +130,8 @@ func (c *Checker) leaveLeadIn(p *partState, rec *Record, phase uint64) {
 		return
 	}
 	p.primeBuf = markers.Marker{Phase: phase, Partition: p.idx, SealedBy: markers.SealedByWatermark, Emitter: "verify"}.AppendOutput(p.primeBuf[:0])
-	_, _ = p.r.Feed(markers.Record{Value: p.primeBuf, Offset: rec.Offset, Headers: []markers.Header{
-		{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-		{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
-	}})
+	_, _ = p.r.Feed(markers.Record{Value: p.primeBuf, Offset: rec.Offset,
+		Headers: markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, phase))})
 	p.leadIn = false
 	p.from, p.hasFrom = phase, true
 	p.last, p.hasLast = phase, true

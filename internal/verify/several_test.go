@@ -10,18 +10,13 @@ import (
 
 // dataW and markerW are the records of writer task of 2 (MARKERS.md 3.3).
 func dataW(phase uint64, task int32, src string, off int64) markers.Record {
-	r := data(phase, src, off)
-	r.Headers = append(r.Headers, markers.Header{Key: []byte(markers.HeaderTask), Value: strconv.AppendInt(nil, int64(task), 10)})
-	return r
+	return data(phase, src, off, strconv.AppendInt(nil, int64(task), 10)...)
 }
 
 func markerW(phase uint64, part, task int32, count, off int64) markers.Record {
 	m := markers.Marker{Phase: phase, Partition: part, Count: count, HasCount: true, Task: task, Writers: 2,
 		Sources: map[string]int64{"a": count}, SealedBy: markers.SealedByWatermark, Emitter: "t"}
-	return markers.Record{Offset: off, Value: m.AppendOutput(nil), Headers: []markers.Header{
-		{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-		{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
-	}}
+	return markers.Record{Offset: off, Value: m.AppendOutput(nil), Headers: markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, phase))}
 }
 
 // Key-routed output of two writers per partition, whose transactions

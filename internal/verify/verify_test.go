@@ -7,22 +7,17 @@ import (
 	"github.com/phasegate/phasegate/markers"
 )
 
-func data(phase uint64, src string, off int64) markers.Record {
-	ph := markers.AppendPhase(nil, phase)
-	return markers.Record{Offset: off, Value: []byte("v"), Headers: []markers.Header{
-		{Key: []byte(markers.HeaderPhase), Value: ph},
-		{Key: []byte(markers.HeaderID), Value: []byte(src)},
-		{Key: []byte(markers.HeaderSource), Value: []byte(src)},
-	}}
+// data is an output data record from input record src, written by the
+// only writer of its partition, or by writer task when task is not nil.
+func data(phase uint64, src string, off int64, task ...byte) markers.Record {
+	return markers.Record{Offset: off, Value: []byte("v"),
+		Headers: markers.AppendDataHeaders[markers.Header](nil, markers.DataHeaders{}, markers.AppendPhase(nil, phase), []byte(src), task)}
 }
 
 func marker(phase uint64, part int32, count int64, off int64) markers.Record {
 	m := markers.Marker{Phase: phase, Partition: part, Count: count, HasCount: true,
 		Sources: map[string]int64{"a": count}, SealedBy: markers.SealedByWatermark, Emitter: "t"}
-	return markers.Record{Offset: off, Value: m.AppendOutput(nil), Headers: []markers.Header{
-		{Key: []byte(markers.HeaderMarker), Value: []byte("1")},
-		{Key: []byte(markers.HeaderPhase), Value: markers.AppendPhase(nil, phase)},
-	}}
+	return markers.Record{Offset: off, Value: m.AppendOutput(nil), Headers: markers.AppendMarkerHeaders[markers.Header](nil, markers.AppendPhase(nil, phase))}
 }
 
 // A correct topic passes; each broken rule is reported.
