@@ -6,6 +6,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/internal/config"
 )
 
@@ -35,15 +36,19 @@ func routingCheck(client sarama.Client, cfg config.Config) error {
 		}
 		counts[t] = len(parts)
 	}
-	return checkRouting(cfg.InputTopics, counts, cfg.Routing, cfg.AllowSplitKeys)
+	routing, err := align.ParseRouting(cfg.Routing)
+	if err != nil {
+		return err // config.Load refused it before
+	}
+	return checkRouting(cfg.InputTopics, counts, routing, cfg.AllowSplitKeys)
 }
 
 // checkRouting returns a *config.Error (exit status 2) when partition routing
 // would send one key of different fork topics to different output
 // partitions: the fork topics differ in partition count and allowSplit is
 // false. inputs gives the order in which the topics are named.
-func checkRouting(inputs []string, counts map[string]int, routing string, allowSplit bool) error {
-	if routing != "partition" || allowSplit || len(inputs) < 2 {
+func checkRouting(inputs []string, counts map[string]int, routing align.Routing, allowSplit bool) error {
+	if routing != align.RoutePartition || allowSplit || len(inputs) < 2 {
 		return nil
 	}
 	uneven := false
@@ -62,5 +67,5 @@ func checkRouting(inputs []string, counts map[string]int, routing string, allowS
 	return &config.Error{Msg: fmt.Sprintf("%sROUTING=%q with fork topics of different partition counts (%s): one key would reach "+
 		"different output partitions and a join by key would miss matches; set %sROUTING=key, or give every fork topic "+
 		"the same partition count, or set %sALLOW_SPLIT_KEYS=true if the join never pairs records by key across fork topics",
-		config.Prefix, routing, strings.Join(named, ", "), config.Prefix, config.Prefix)}
+		config.Prefix, routing.String(), strings.Join(named, ", "), config.Prefix, config.Prefix)}
 }

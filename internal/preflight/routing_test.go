@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/phasegate/phasegate/align"
 	"github.com/phasegate/phasegate/internal/config"
 )
 
@@ -17,17 +18,17 @@ func TestCheckRouting(t *testing.T) {
 		name       string
 		inputs     []string
 		counts     map[string]int
-		routing    string
+		routing    align.Routing
 		allowSplit bool
 		refused    bool
 	}{
-		{"partition, uneven: refused", []string{"orders", "payments"}, uneven, "partition", false, true},
+		{"partition, uneven: refused", []string{"orders", "payments"}, uneven, align.RoutePartition, false, true},
 		{"partition, uneven, third topic even with the first: refused", []string{"orders", "refunds", "payments"},
-			map[string]int{"orders": 3, "refunds": 3, "payments": 2}, "partition", false, true},
-		{"partition, uneven, overridden", []string{"orders", "payments"}, uneven, "partition", true, false},
-		{"key, uneven", []string{"orders", "payments"}, uneven, "key", false, false},
-		{"partition, even", []string{"orders", "payments"}, map[string]int{"orders": 4, "payments": 4}, "partition", false, false},
-		{"partition, one topic", []string{"orders"}, map[string]int{"orders": 3}, "partition", false, false},
+			map[string]int{"orders": 3, "refunds": 3, "payments": 2}, align.RoutePartition, false, true},
+		{"partition, uneven, overridden", []string{"orders", "payments"}, uneven, align.RoutePartition, true, false},
+		{"key, uneven", []string{"orders", "payments"}, uneven, align.RouteKey, false, false},
+		{"partition, even", []string{"orders", "payments"}, map[string]int{"orders": 4, "payments": 4}, align.RoutePartition, false, false},
+		{"partition, one topic", []string{"orders"}, map[string]int{"orders": 3}, align.RoutePartition, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
