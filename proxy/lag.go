@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -40,6 +42,7 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 		lso, err := lastStableOffsets(p.deps.Client, *parts)
 		if err != nil {
 			p.log.Debug("lag measurement failed; no partition can be idle until one succeeds", "err", err)
+			refreshLeaders(p.deps.Client, *parts)
 		}
 		select {
 		case p.lags <- lagReport{lso: lso, err: err}:
@@ -47,6 +50,20 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// refreshLeaders asks for the partitions' leaders again after a failed
+// measurement. This client does not fetch (the group has its own), so
+// nothing else would learn that a leader moved: after a broker restart its
+// metadata named the old leader until sarama's 10-minute refresh, every
+// measurement failed with NOT_LEADER_OR_FOLLOWER, no partition could go
+// idle, and the fleet waited on them (e2e/cluster (a)).
+func refreshLeaders(c sarama.Client, parts []align.TP) {
+	topics := map[string]bool{}
+	for _, k := range parts {
+		topics[k.Topic] = true
+	}
+	_ = c.RefreshMetadata(slices.Collect(maps.Keys(topics))...) // the next measurement says whether it helped
 }
 
 // lastStableOffsets asks each partition's leader for its last stable offset.
