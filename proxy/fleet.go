@@ -216,7 +216,18 @@ func checkReportTopic(topic string, meta *sarama.TopicMetadata, admin sarama.Clu
 	if n := len(meta.Partitions); n != 1 {
 		return fmt.Errorf("%w: %s has %d partitions %s", errReportTopic, topic, n, fix)
 	}
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
+	// A broker that has not learnt of a topic just created (by another
+	// instance starting at the same time) answers UNKNOWN_TOPIC_OR_PARTITION
+	// for a while: e2e/cluster (a) saw an instance exit on it.
+	var entries []sarama.ConfigEntry
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		entries, err = admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
+		var dce *sarama.DescribeConfigError
+		if !errors.As(err, &dce) || dce.Err != sarama.ErrUnknownTopicOrPartition || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("describe the configuration of watermark topic %s: %w (grant this principal DESCRIBE_CONFIGS on it: docs/SECURITY.md)", topic, err)
 	}

@@ -286,3 +286,33 @@ func TestWatermarkTopicNotAuthorizedStops(t *testing.T) {
 		<-done
 	})
 }
+
+// describeConfigs answers DescribeConfig with unknown-topic errors first,
+// as a broker does that has not yet learnt of a topic another instance
+// just created, then with policy.
+type describeConfigs struct {
+	sarama.ClusterAdmin
+	unknown int
+	policy  string
+}
+
+func (a *describeConfigs) DescribeConfig(sarama.ConfigResource) ([]sarama.ConfigEntry, error) {
+	if a.unknown > 0 {
+		a.unknown--
+		return nil, &sarama.DescribeConfigError{Err: sarama.ErrUnknownTopicOrPartition}
+	}
+	return []sarama.ConfigEntry{{Name: "cleanup.policy", Value: a.policy}}, nil
+}
+
+// The watermark topic's shape is checked once the broker asked knows the
+// topic (e2e/cluster (a): an instance exited when another had just created
+// it), and a topic of another shape is refused.
+func TestReportTopicChecked(t *testing.T) {
+	meta := &sarama.TopicMetadata{Partitions: []*sarama.PartitionMetadata{{ID: 0}}}
+	if err := checkReportTopic("wm", meta, &describeConfigs{unknown: 2, policy: "compact"}); err != nil {
+		t.Errorf("a topic the broker learns of after two answers: %v, want accepted", err)
+	}
+	if err := checkReportTopic("wm", meta, &describeConfigs{policy: "delete"}); !errors.Is(err, errReportTopic) {
+		t.Errorf("cleanup.policy=delete: %v, want errReportTopic", err)
+	}
+}
