@@ -54,6 +54,9 @@ func (t *Tracker) Advance() []Seal {
 		seals = t.markSealed(seals, v, now)
 	}
 	seals = t.applyTimeout(seals, now)
+	for _, s := range seals {
+		t.sealedAbove = max(t.sealedAbove, s.Phase+1)
+	}
 	t.timeout.update()
 	t.backpressure(now)
 	return seals
@@ -106,6 +109,14 @@ func (t *Tracker) scan(now time.Time) view {
 		}
 	}
 	v.low, v.ms, v.allIdle = allLow, allMs, !anyLive
+	if !anyLive {
+		// Nor has it anything of the phases it sealed: without this, Local
+		// went back to the partitions' own low once the newest open phase
+		// had sealed, an idle task's report said it held that phase again,
+		// and the other instances never passed it, nor marked it on their
+		// partitions (e2e START: 2 rounds of 5).
+		v.low = max(v.low, t.sealedAbove)
+	}
 	if !anyLive && len(t.open) > 0 {
 		// Every partition is idle: none has a record to give, so every open
 		// phase is complete, the newest one included (docs/DESIGN.md, invariant 5:

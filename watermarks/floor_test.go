@@ -57,6 +57,21 @@ func TestFloor(t *testing.T) {
 				t.Fatalf("seals = %v, want phase 0 only (1 is held by the floor)", h.seals)
 			}
 		}},
+		{"every local partition idle: Local stays past the phases it sealed", func(t *testing.T, h *harness) {
+			a := h.add("a/0")
+			h.tr.Lag(a, 0)
+			h.at(a, 500)
+			h.clk.step(6 * time.Second)
+			for i := range 2 {
+				h.advance()
+				if got := h.tr.Local(); !got.Idle || got.Phase != 1 {
+					t.Fatalf("Advance %d: Local = %+v, want idle past phase 0, which it sealed", i+1, got)
+				}
+			}
+			if !slices.Equal(h.seals, []string{"0:idle"}) {
+				t.Fatalf("seals = %v, want phase 0 by idle", h.seals)
+			}
+		}},
 		{"every local partition idle: Global follows the floor (nothing to give)", func(t *testing.T, h *harness) {
 			a := h.add("a/0")
 			h.tr.Lag(a, 0)

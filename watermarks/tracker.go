@@ -39,6 +39,10 @@ type Tracker struct {
 	floor    Mark
 	floorSet bool
 	local    Mark
+	// sealedAbove is one past the highest phase this tracker sealed: with
+	// every partition idle it holds nothing below it, so Local stays at
+	// or above it after those phases sealed (scan).
+	sealedAbove uint64
 
 	phases map[uint64]*phase // open phases by ID
 	open   []*phase          // open phases, ascending ID
