@@ -421,6 +421,14 @@ func (sc *scenario) resumeFenced(p *pause) string {
 		how = fencedHow(sc.t, p.in, cont)
 		return how != ""
 	})
+	if p.in.exited() {
+		// The supervisor starts it again, as an orchestrator would; up front
+		// the run could end first and find no instance running (CI, once the
+		// paused instance was caught producing and exited fenced).
+		poll(sc.t, time.Minute, "the fenced instance to be started again", func() bool {
+			return p.s.current() != p.in
+		})
+	}
 	return fmt.Sprintf("SIGSTOP %s at %.0f %% (transaction %s) for %s (evicted after %s), then %s",
 		instanceName(sc.txnID, p.id), p.at*100, map[bool]string{true: "Ongoing", false: "not caught open"}[p.open],
 		paused.Round(100*time.Millisecond), evicted.Round(100*time.Millisecond), how)
