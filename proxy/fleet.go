@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -184,20 +185,33 @@ func describeTopic(admin sarama.ClusterAdmin, topic string) (*sarama.TopicMetada
 // TestSimultaneousStart: 33 exits in 35 failing rounds of three
 // simultaneous starts, UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE).
 func awaitTopic(admin sarama.ClusterAdmin, topic string) (*sarama.TopicMetadata, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		meta, err := describeTopic(admin, topic)
-		if err == nil && meta != nil && hasLeaders(meta) {
-			return meta, nil
+	var meta *sarama.TopicMetadata
+	var err error
+	if !untilNew(func() bool {
+		meta, err = describeTopic(admin, topic)
+		return err == nil && meta != nil && hasLeaders(meta)
+	}) {
+		if err == nil {
+			err = errors.New("no leader for every partition yet")
 		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = errors.New("no leader for every partition yet")
-			}
-			return nil, fmt.Errorf("topic %s was created but is not ready after 30 s: %w", topic, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil, fmt.Errorf("topic %s was created but is not ready after %s: %w", topic, newTopicWait, err)
 	}
+	return meta, nil
+}
+
+// newTopicWait bounds how long a topic just created (maybe by another
+// instance) may take to reach the brokers asked about it.
+const newTopicWait = 30 * time.Second
+
+// untilNew calls done every 100 ms until it returns true (true) or
+// newTopicWait has passed (false).
+func untilNew(done func() bool) bool {
+	for deadline := time.Now().Add(newTopicWait); !done(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // hasLeaders reports whether every partition of meta has a leader.
@@ -221,13 +235,11 @@ func checkReportTopic(topic string, meta *sarama.TopicMetadata, admin sarama.Clu
 	// for a while: e2e/cluster (a) saw an instance exit on it.
 	var entries []sarama.ConfigEntry
 	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	untilNew(func() bool {
 		entries, err = admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
 		var dce *sarama.DescribeConfigError
-		if !errors.As(err, &dce) || dce.Err != sarama.ErrUnknownTopicOrPartition || time.Now().After(deadline) {
-			break
-		}
-	}
+		return !errors.As(err, &dce) || dce.Err != sarama.ErrUnknownTopicOrPartition
+	})
 	if err != nil {
 		return fmt.Errorf("describe the configuration of watermark topic %s: %w (grant this principal DESCRIBE_CONFIGS on it: docs/SECURITY.md)", topic, err)
 	}
@@ -369,7 +381,9 @@ func (p *Pipeline) applyReport(rec fleetRecord) {
 	case p.gen != nil && rep.Owner == p.cfg.TransactionalID && rep.Generation == p.gen.groupGen:
 	default:
 		p.view.Apply(rep)
-		p.log.Debug("watermark report read", "task", rep.Task, "owner", rep.Owner, "low", rep.Low, "idle", rep.Idle, "age", p.now().Sub(time.UnixMilli(rep.AtMs)))
+		if p.log.Enabled(context.Background(), slog.LevelDebug) { // one per report: skip building the line
+			p.log.Debug("watermark report read", "task", rep.Task, "owner", rep.Owner, "low", rep.Low, "idle", rep.Idle, "age", p.now().Sub(time.UnixMilli(rep.AtMs)))
+		}
 	}
 }
 
