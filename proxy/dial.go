@@ -134,7 +134,7 @@ func Dial(k Kafka, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Pi
 		return sarama.NewAsyncProducer(k.Brokers, pcfg)
 	}, k.TransactionTimeout, log, txn.NewMetrics(reg))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("transactional producer PHASEGATE_TRANSACTIONAL_ID=%s: %w", cfg.TransactionalID, err)
 	}
 	closers := []func() error{prod.Close}
 	closeAll := func() {

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 
 	"github.com/IBM/sarama"
@@ -60,6 +61,19 @@ func isDenied(err error) bool {
 	return errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) ||
 		errors.Is(err, sarama.ErrTopicAuthorizationFailed) ||
 		errors.Is(err, sarama.ErrGroupAuthorizationFailed)
+}
+
+// denied is ErrNotAuthorized naming the ACL that err, an isDenied error,
+// says is missing.
+func denied(err error) error {
+	grant := "WRITE on the output and quarantine topics (PHASEGATE_OUTPUT_TOPIC, PHASEGATE_QUARANTINE_TOPIC)"
+	switch {
+	case errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed):
+		grant = "WRITE on its TransactionalId (PHASEGATE_TRANSACTIONAL_ID)"
+	case errors.Is(err, sarama.ErrGroupAuthorizationFailed):
+		grant = "READ on the consumer group (PHASEGATE_GROUP_ID)"
+	}
+	return fmt.Errorf("%w: grant this principal %s (docs/SECURITY.md): %v", ErrNotAuthorized, grant, err)
 }
 
 // isIndefinite reports errors after which the outcome of an in-flight request

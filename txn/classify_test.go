@@ -81,3 +81,29 @@ func TestFencedNamesTheTimeoutOnlyWhenItCouldHaveExpired(t *testing.T) {
 		})
 	}
 }
+
+// An authorization error names the one ACL the broker says is missing.
+func TestDeniedNamesTheACL(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{sarama.ErrTransactionalIDAuthorizationFailed, "WRITE on its TransactionalId (PHASEGATE_TRANSACTIONAL_ID)"},
+		{fmt.Errorf("produce: %w", sarama.ErrTopicAuthorizationFailed), "WRITE on the output and quarantine topics"},
+		{sarama.ErrGroupAuthorizationFailed, "READ on the consumer group (PHASEGATE_GROUP_ID)"},
+	}
+	grants := []string{"TransactionalId", "output and quarantine", "consumer group"}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			err := denied(c.err)
+			if !errors.Is(err, ErrNotAuthorized) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.err.Error()) {
+				t.Fatalf("denied(%v) = %q: want ErrNotAuthorized, %q and the broker's error", c.err, err, c.want)
+			}
+			for _, g := range grants {
+				if !strings.Contains(c.want, g) && strings.Contains(err.Error(), g) {
+					t.Errorf("denied(%v) = %q also names %q", c.err, err, g)
+				}
+			}
+		})
+	}
+}

@@ -21,8 +21,9 @@ var (
 	// ErrClosed means Commit was called after Close.
 	ErrClosed = errors.New("txn: producer closed")
 	// ErrNotAuthorized means the principal lacks an ACL the transaction
-	// needs: every retry would fail the same way.
-	ErrNotAuthorized = errors.New("txn: not authorized: grant this principal WRITE on its TransactionalId (PHASEGATE_TRANSACTIONAL_ID), WRITE on the output and quarantine topics, and READ on the consumer group (docs/SECURITY.md)")
+	// needs: every retry would fail the same way. The error wrapping it
+	// names the ACL (denied).
+	ErrNotAuthorized = errors.New("txn: not authorized")
 	// ErrTooLarge means a record or batch is over the producer's or the
 	// broker's size limit: every retry would fail the same way.
 	ErrTooLarge = errors.New("txn: a record is larger than PHASEGATE_MAX_RECORD_BYTES or the broker's message.max.bytes / the topic's max.message.bytes allow: raise them together")
@@ -114,7 +115,7 @@ func classifyStart(err error) error {
 	case actionFenced:
 		return fmt.Errorf("%w: %v", ErrFenced, err)
 	case actionDenied:
-		return fmt.Errorf("%w: %v", ErrNotAuthorized, err)
+		return denied(err)
 	}
 	return fmt.Errorf("txn: create transactional producer: %w", err)
 }
@@ -266,7 +267,7 @@ func (p *Producer) recover(prod sarama.AsyncProducer, err error) error {
 	case actionDenied:
 		_ = prod.AbortTxn()
 		p.metrics.observe(resultAborted, time.Since(start))
-		return fmt.Errorf("%w: %v", ErrNotAuthorized, err)
+		return denied(err)
 	case actionFenced:
 		p.metrics.observe(resultFenced, time.Since(start))
 		return fenced(err, time.Since(start), p.timeout)

@@ -62,6 +62,9 @@ func (s *Steps) Check(k proxy.Kafka, cfg config.Config) error {
 	if hasTopic(client, cfg.QuarantineTopic) {
 		return nil
 	}
+	if topicDenied(client, cfg.QuarantineTopic) {
+		return fmt.Errorf("not authorized: the brokers refuse to describe quarantine topic %q of %sQUARANTINE_TOPIC to this principal: grant it WRITE on that topic, and CREATE if phasegate is to create it (docs/SECURITY.md)", cfg.QuarantineTopic, config.Prefix)
+	}
 	return s.Step("the quarantine topic "+strconv.Quote(cfg.QuarantineTopic)+" to be created", CheckAdvertised, quarantineStepTimeout,
 		func(ctx context.Context) error { return s.createQuarantine(ctx, client, cfg) })
 }
@@ -142,25 +145,36 @@ func (s *Steps) checkTransactionTimeout(client sarama.Client, cfg config.Config)
 }
 
 // checkTopics wants every input topic and the output topic to exist, and
-// names all that are missing in one message.
+// names all that are missing in one message. A topic this principal may
+// not describe is absent from the brokers' list as if it did not exist;
+// asked for by name, the brokers answer TOPIC_AUTHORIZATION_FAILED, and
+// the message then names the ACL instead (e2e/cluster's ACL test).
 func checkTopics(client sarama.Client, cfg config.Config) error {
-	var missingIn []string
-	for _, t := range cfg.InputTopics {
-		if !hasTopic(client, t) {
-			missingIn = append(missingIn, strconv.Quote(t))
+	var missing, denied []string
+	check := func(topic, what string) {
+		switch {
+		case hasTopic(client, topic):
+		case topicDenied(client, topic):
+			denied = append(denied, fmt.Sprintf("%s %q", what, topic))
+		default:
+			missing = append(missing, fmt.Sprintf("%s %q", what, topic))
 		}
 	}
-	var msgs []string
-	if len(missingIn) > 0 {
-		msgs = append(msgs, fmt.Sprintf("input topic(s) %s of %sINPUT_TOPICS", strings.Join(missingIn, ", "), config.Prefix))
+	for _, t := range cfg.InputTopics {
+		check(t, "input topic of "+config.Prefix+"INPUT_TOPICS")
 	}
-	if !hasTopic(client, cfg.OutputTopic) {
-		msgs = append(msgs, fmt.Sprintf("output topic %q of %sOUTPUT_TOPIC (create it with as many partitions as the join expects)", cfg.OutputTopic, config.Prefix))
+	check(cfg.OutputTopic, "output topic of "+config.Prefix+"OUTPUT_TOPIC")
+	var msgs []string
+	if len(denied) > 0 {
+		msgs = append(msgs, fmt.Sprintf("not authorized: the brokers refuse to describe %s to this principal: grant it READ on every input topic and WRITE on the output topic (docs/SECURITY.md)", strings.Join(denied, ", ")))
+	}
+	if len(missing) > 0 {
+		msgs = append(msgs, fmt.Sprintf("missing on the brokers: %s: create them (the output with as many partitions as the join expects), or fix the variables", strings.Join(missing, ", ")))
 	}
 	if len(msgs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("missing on the brokers: %s: create them, or fix the variables; on a cluster with ACLs, a topic this principal may not describe looks missing too: grant READ on the input topics and WRITE on the output (docs/SECURITY.md)", strings.Join(msgs, "; "))
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 func hasTopic(client sarama.Client, topic string) bool {
@@ -170,6 +184,30 @@ func hasTopic(client sarama.Client, topic string) bool {
 	}
 	for _, t := range topics {
 		if t == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// topicDenied reports whether the brokers answer TOPIC_AUTHORIZATION_FAILED
+// to a metadata request naming only topic. The request never creates the
+// topic (AllowAutoTopicCreation false, metadata version 4 or later: an
+// older version would create it on a broker with auto.create.topics.enable,
+// so it is not asked).
+func topicDenied(client sarama.Client, topic string) bool {
+	req := sarama.NewMetadataRequest(client.Config().Version, []string{topic})
+	b := client.LeastLoadedBroker()
+	if b == nil || req.Version < 4 {
+		return false
+	}
+	req.AllowAutoTopicCreation = false
+	resp, err := b.GetMetadata(req)
+	if err != nil {
+		return false
+	}
+	for _, t := range resp.Topics {
+		if t.Name == topic && errors.Is(t.Err, sarama.ErrTopicAuthorizationFailed) {
 			return true
 		}
 	}
