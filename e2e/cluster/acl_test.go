@@ -64,8 +64,8 @@ func minimalACLs(principal string, p pipeline) []acl {
 // TestACLs runs the sidecar over SASL_SSL as a principal holding exactly
 // the minimal ACLs (it must align the whole input and exit 0 on SIGTERM),
 // then once without each of them in turn: it must exit non-zero and commit
-// nothing, and should say which permission on which resource is missing
-// (clear_error on its line; a failure with PHASEGATE_NEMESIS_STRICT=1).
+// nothing, and must say which permission on which resource is missing
+// (clear_error on its line).
 func TestACLs(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -149,10 +149,8 @@ func TestACLs(t *testing.T) {
 			if committed != 0 {
 				t.Errorf("without %s, %d records were committed to %s/%s, want none", missing.name, committed, p.out, p.quarantine)
 			}
-			// A clear error says authorization and names the resource. Today
-			// several do not (the lead's fixes in cmd/sidecar and txn, see
-			// docs/SECURITY.md); PHASEGATE_NEMESIS_STRICT=1 makes it a failure.
-			if !clear && os.Getenv("PHASEGATE_NEMESIS_STRICT") == "1" {
+			// A clear error says authorization and names the resource.
+			if !clear {
 				t.Errorf("without %s the error does not name the missing permission on %q: %s", missing.name, missing.resource, msg)
 			}
 		})
