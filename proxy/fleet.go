@@ -265,6 +265,9 @@ func (k Kafka) reportConfig() *sarama.Config {
 	c.Net.MaxOpenRequests = 1
 	c.Consumer.Return.Errors = true
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// As the group's consumer (ConsumerConfig): the partition is fetched
+	// again half a second after its leader failed, not two.
+	c.Consumer.Retry.Backoff = 500 * time.Millisecond
 	// A broker that hangs (paused, cut off) must not hold the fleet's
 	// reports for the 30 s default: a fetch answers within MaxWaitTime
 	// and a produce within Producer.Timeout, so 10 s only ends requests

@@ -93,6 +93,10 @@ func (c Config) Pipeline() (proxy.Config, error) {
 	}, nil
 }
 
+// dialTimeout bounds a connection's set-up to a broker (TCP, and TLS when
+// on): see Kafka's Base.
+const dialTimeout = 3 * time.Second
+
 // Kafka builds the client settings shared by the consumer and the
 // producer, TLS and SASL included (Security.Apply).
 func (c Config) Kafka() proxy.Kafka {
@@ -107,6 +111,16 @@ func (c Config) Kafka() proxy.Kafka {
 			// auto.create.topics.enable a mistyped or missing topic would
 			// otherwise appear with the broker's defaults.
 			sc.Metadata.AllowAutoTopicCreation = false
+			// A dead broker's address must not hold a client for sarama's
+			// 30 s default dial: metadata refreshes try it first while
+			// the cluster still names it leader, and each failed try
+			// delayed the move to the new leader (e2e/cluster (b): a
+			// lookup of the killed broker's name took 4.5 s to fail, so
+			// the watermark reports resumed 4.5 s after the controller
+			// had moved its partitions). Kafka's Java clients wait 10 s
+			// (socket.connection.setup.timeout.ms); a TCP and TLS
+			// handshake with a live broker takes milliseconds.
+			sc.Net.DialTimeout = dialTimeout
 			c.Security.Apply(sc)
 			return sc
 		},
