@@ -245,3 +245,45 @@ func runClaim(n int, hot bool) (p *Pipeline, gt *gate, toHot *atomic.Int32, canc
 	go func() { result <- h.ConsumeClaim(nil, claim) }()
 	return p, gt, toHot, cancel, result
 }
+
+// TestFifo pops in push order through every interleaving of a run of
+// pushes and pops, and reuses its array: a queue that empties and one that
+// compacts before growing keep a capacity of at most what they ever held.
+func TestFifo(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		pushes []int // pushes before each pop
+		maxCap int
+	}{
+		{"empties after each record", []int{1, 1, 1, 1, 1, 1, 1, 1}, 1},
+		{"empties after each burst", []int{4, 0, 0, 0, 4, 0, 0, 0}, 4},
+		{"never empties", []int{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var f fifo
+			next, want := int64(0), int64(0)
+			for _, n := range c.pushes {
+				for range n {
+					f.push(delivery{size: next})
+					next++
+				}
+				if got := f.pop().size; got != want {
+					t.Fatalf("popped record %d, want %d", got, want)
+				}
+				want++
+			}
+			for f.len() > 0 {
+				if got := f.pop().size; got != want {
+					t.Fatalf("popped record %d, want %d", got, want)
+				}
+				want++
+			}
+			if want != next {
+				t.Fatalf("popped %d records of %d", want, next)
+			}
+			if cap(f.q) > c.maxCap {
+				t.Fatalf("capacity %d after at most %d records held, want at most %d", cap(f.q), c.maxCap, c.maxCap)
+			}
+		})
+	}
+}

@@ -185,8 +185,8 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 		gate = newGate(new(atomic.Int32)) // a claim outside the generation's partitions: never closed
 	}
 	defer gate.waitHot(false)
-	var queue []delivery // sized once here; handle takes the size along
-	var queued int64     // the queue's bytes
+	var queue fifo   // the records sarama delivered, not yet sent on
+	var queued int64 // the queue's bytes
 	limit := h.p.fetchSize
 	fetching := true // the session starts with every partition resumed
 	lane := h.p.in
@@ -206,29 +206,83 @@ func (h *handler) ConsumeClaim(_ sarama.ConsumerGroupSession, claim sarama.Consu
 		gate.waitHot(lane != want && want == h.p.hot)
 		var out chan<- delivery // nil (never ready) unless queued records may go
 		var next delivery
-		if !closed && len(queue) > 0 && lane == want {
-			out, next = lane, queue[0]
+		if !closed && queue.len() > 0 && lane == want {
+			out, next = lane, queue.front()
 		}
 		select {
 		case msg, ok := <-claim.Messages():
+			// Then what else sarama has ready, while the fetch decision
+			// above stands, without a select over every channel per record.
+			for ok {
+				d := delivery{gen: g.id, msg: msg, gate: gate, size: detach(msg)}
+				queue.push(d)
+				queued += d.size
+				if queued >= limit {
+					break
+				}
+				select {
+				case msg, ok = <-claim.Messages():
+					continue
+				default:
+				}
+				break
+			}
 			if !ok {
 				return nil // queued records are read again by the next session
 			}
-			d := delivery{gen: g.id, msg: msg, gate: gate, size: detach(msg)}
-			queue = append(queue, d)
-			queued += d.size
-			gate.queued.Store(int32(len(queue)))
+			gate.queued.Store(int32(queue.len()))
 		case out <- next:
-			gate.pending.Add(1)
-			queued -= next.size
-			queue[0] = delivery{}
-			queue = queue[1:]
-			gate.queued.Store(int32(len(queue)))
+			// Then more while the loop takes them at once and the gate
+			// still wants this lane (checked per record, as above).
+			for sent := true; sent; {
+				gate.pending.Add(1)
+				queued -= queue.pop().size
+				sent = false
+				if queue.len() > 0 && !gate.closed.Load() && gate.hot.Load() == (lane == h.p.hot) {
+					select {
+					case out <- queue.front():
+						sent = true
+					default:
+					}
+				}
+			}
+			gate.queued.Store(int32(queue.len()))
 		case <-gate.wake:
 		case <-g.ctx.Done():
 			return nil
 		}
 	}
+}
+
+// fifo is a claim's queue. It reuses its array from the start whenever
+// it empties, which a claim's queue does whenever the loop keeps up, and
+// moves what is left to the front before it grows: popping by reslicing
+// made each claim allocate a new array every few fetches (6 % of the
+// bytes the sidecar allocated at 5 partitions, bench partitions).
+type fifo struct {
+	q    []delivery
+	head int
+}
+
+func (f *fifo) len() int        { return len(f.q) - f.head }
+func (f *fifo) front() delivery { return f.q[f.head] }
+
+func (f *fifo) push(d delivery) {
+	if len(f.q) == cap(f.q) && f.head > 0 {
+		n := copy(f.q, f.q[f.head:])
+		clear(f.q[n:])
+		f.q, f.head = f.q[:n], 0
+	}
+	f.q = append(f.q, d)
+}
+
+func (f *fifo) pop() delivery {
+	d := f.q[f.head]
+	f.q[f.head] = delivery{} // the record is the loop's now
+	if f.head++; f.head == len(f.q) {
+		f.q, f.head = f.q[:0], 0
+	}
+	return d
 }
 
 // detach copies a record's key, value and header bytes into one buffer of
