@@ -226,7 +226,7 @@ func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage], task []by
 	}
 	r.msg = sarama.ProducerMessage{
 		Topic: p.cfg.OutputTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
-		Key: r.key.of(msg.Key), Value: r.value.of(msg.Value),
+		Key: encoder(&r.key, msg.Key), Value: encoder(&r.value, msg.Value),
 		Headers: markers.AppendDataHeaders(headers, kept, w.Phase(), source, task),
 	}
 	return &r.msg
@@ -239,7 +239,7 @@ func (p *Pipeline) dataMessage(w align.Write[*sarama.ConsumerMessage], task []by
 // BENCH_PROFILE=1).
 type outRecord struct {
 	msg        sarama.ProducerMessage
-	key, value encoded
+	key, value sarama.ByteEncoder
 	headers    [outHeaders]sarama.RecordHeader
 	source     [outSource]byte
 }
@@ -254,17 +254,15 @@ const (
 	outSource = 32 + 1 + 10 + 1 + 19
 )
 
-// encoded is a key or value as sarama encodes it, kept in outRecord so
-// that the interface holds a pointer into it instead of a copy of its own.
-type encoded struct{ b sarama.ByteEncoder }
-
-// of returns e as the Encoder of b; null stays null (a nil Encoder).
-func (e *encoded) of(b []byte) sarama.Encoder {
+// encoder returns b as the Encoder sarama sends, held at at (outRecord's,
+// so that the interface points into the record's allocation instead of
+// boxing a copy); null stays null (a nil Encoder).
+func encoder(at *sarama.ByteEncoder, b []byte) sarama.Encoder {
 	if b == nil {
 		return nil
 	}
-	e.b = b
-	return &e.b
+	*at = b
+	return at
 }
 
 // quarantineMessage is the record unchanged, with phasegate.reason and
@@ -278,6 +276,6 @@ func (p *Pipeline) quarantineMessage(w align.Write[*sarama.ConsumerMessage]) *sa
 	headers = markers.AppendQuarantineHeaders(headers, w.Reason, markers.AppendSource(nil, msg.Topic, msg.Partition, msg.Offset))
 	return &sarama.ProducerMessage{
 		Topic: p.cfg.QuarantineTopic, Partition: w.Partition, Timestamp: msg.Timestamp,
-		Key: new(encoded).of(msg.Key), Value: new(encoded).of(msg.Value), Headers: headers,
+		Key: encoder(new(sarama.ByteEncoder), msg.Key), Value: encoder(new(sarama.ByteEncoder), msg.Value), Headers: headers,
 	}
 }
