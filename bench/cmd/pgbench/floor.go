@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/phasegate/phasegate/internal/inproc"
+	"github.com/phasegate/phasegate/markers"
 	"github.com/phasegate/phasegate/proxy"
 )
 
@@ -20,12 +21,17 @@ import (
 // but consume and produce with the client library phasegate is built on.
 type floorResult struct {
 	FetchBytes int32 // what each fetch asked of a partition
-	Records    int64 // every input record, trailers included
-	Seconds    float64
-	FirstS     float64 // start → the first record acknowledged
-	CPU        float64 // pgbench's utime+stime over the run (it does nothing else meanwhile)
-	BrokerCPU  float64
-	Err        error
+	// Headers: each output record carried the headers phasegate adds to
+	// an input record without any (markers.AppendDataHeaders: phase, id,
+	// source), so that the run costs what the wire format costs the client
+	// library, without phasegate's own work.
+	Headers   bool
+	Records   int64 // every input record, trailers included
+	Seconds   float64
+	FirstS    float64 // start → the first record acknowledged
+	CPU       float64 // pgbench's utime+stime over the run (it does nothing else meanwhile)
+	BrokerCPU float64
+	Err       error
 }
 
 func (f *floorResult) ok() bool { return f != nil && f.Err == nil && f.Seconds > 0 }
@@ -39,22 +45,33 @@ func (f *floorResult) rate() float64 {
 
 // floors runs the sarama floor over a partitions row's input: at the fetch
 // size phasegate gives each partition for this layout (proxy.FetchBytes
-// with the bound the relay reported), and at sarama's default when that
-// differs.
-func (r *runner) floors(ctx context.Context, name string, in relayInput, maxBuffer int64, partitions int) []*floorResult {
-	sizes := []int32{int32(proxy.FetchBytes(maxBuffer, partitions))}
-	if def := sarama.NewConfig().Consumer.Fetch.Default; def != sizes[0] {
-		sizes = append(sizes, def)
+// with the bound the relay reported), at sarama's default when that
+// differs, then at phasegate's fetch size with phasegate's headers
+// (floorResult.Headers; phase is the row's phase length).
+func (r *runner) floors(ctx context.Context, name string, in relayInput, maxBuffer int64, partitions int, phase time.Duration) []*floorResult {
+	type run struct {
+		fetch   int32
+		headers bool
 	}
+	fb := int32(proxy.FetchBytes(maxBuffer, partitions))
+	runs := []run{{fetch: fb}}
+	if def := sarama.NewConfig().Consumer.Fetch.Default; def != fb {
+		runs = append(runs, run{fetch: def})
+	}
+	runs = append(runs, run{fetch: fb, headers: true})
 	var out []*floorResult
-	for _, fb := range sizes {
+	for i, fr := range runs {
 		if ctx.Err() != nil {
 			break
 		}
+		var hp time.Duration // the phase length when the records carry headers
+		if fr.headers {
+			hp = phase
+		}
 		sctx, cancel := r.stepCtx(ctx)
-		f := r.floor(sctx, fmt.Sprintf("%s-floor-%d", name, fb), in, fb)
+		f := r.floor(sctx, fmt.Sprintf("%s-floor-%d", name, i), in, fr.fetch, hp)
 		cancel()
-		r.log.Info("sarama floor", "run", name, "fetch_bytes", fb, "records", f.Records, "seconds", f.Seconds,
+		r.log.Info("sarama floor", "run", name, "fetch_bytes", fr.fetch, "headers", fr.headers, "records", f.Records, "seconds", f.Seconds,
 			"cpu_s", f.CPU, "broker_cpu_s", f.BrokerCPU, "err", f.Err)
 		out = append(out, f)
 	}
@@ -71,15 +88,16 @@ var errRebalanced = errors.New("floor: the group rebalanced")
 // (proxy.Kafka's ConsumerConfig and a ProducerConfig without a
 // transactional ID, from inproc.KafkaFor): a consumer group whose claims
 // queue each record (as the sidecar's do, so sarama's fetcher never waits
-// on them) for one idempotent async producer, without headers, alignment
-// or transactions.
+// on them) for one idempotent async producer, without alignment or
+// transactions, and without headers unless phase > 0 (then with
+// phasegate's, for phases of that length).
 // Each of those only adds work, so its rate (every record fetched and
 // produced, from the clients' creation to the last acknowledgement) bounds
 // from above what a relay built on sarama reaches on this layout and
 // machine. It is done when the producer has acknowledged as many records as
 // the input holds.
-func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int32) *floorResult {
-	res := &floorResult{FetchBytes: fetch}
+func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int32, phase time.Duration) *floorResult {
+	res := &floorResult{FetchBytes: fetch, Headers: phase > 0}
 	brokers := r.cfg.Brokers
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -118,7 +136,7 @@ func (r *runner) floor(ctx context.Context, out string, in relayInput, fetch int
 	defer cancel()
 	consumed := make(chan error, 1)
 	go func() {
-		h := &floorHandler{prod: prod, out: out, parts: in.outParts()}
+		h := &floorHandler{prod: prod, out: out, parts: in.outParts(), phase: phase}
 		var err error
 		for cctx.Err() == nil && err == nil {
 			err = group.Consume(cctx, in.Topics, h)
@@ -163,6 +181,7 @@ type floorHandler struct {
 	prod     sarama.AsyncProducer
 	out      string
 	parts    int32
+	phase    time.Duration // > 0: add phasegate's headers (floorResult.Headers)
 	sessions atomic.Int32
 }
 
@@ -197,6 +216,9 @@ func (h *floorHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 			if m.Value != nil {
 				pm.Value = sarama.ByteEncoder(m.Value)
 			}
+			if h.phase > 0 {
+				pm.Headers = h.headers(m)
+			}
 			queue = append(queue, pm)
 		case input <- next:
 			queue[0] = nil
@@ -214,4 +236,14 @@ func selfCPU() float64 {
 		return 0
 	}
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// headers are the ones phasegate adds to m when m has none and its
+// output partition has one writer: phase, id and source (MARKERS.md
+// section 2), built by the function phasegate's relay uses. A record
+// without a timestamp gets phase 0: the input never has one.
+func (h *floorHandler) headers(m *sarama.ConsumerMessage) []sarama.RecordHeader {
+	ph, _ := markers.PhaseOf(m.Timestamp.UnixMilli(), h.phase)
+	source := markers.AppendSource(nil, m.Topic, m.Partition, m.Offset)
+	return markers.AppendDataHeaders[sarama.RecordHeader](make([]sarama.RecordHeader, 0, markers.MaxAddedHeaders), markers.DataHeaders{}, markers.AppendPhase(nil, ph), source, nil)
 }

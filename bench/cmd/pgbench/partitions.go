@@ -26,7 +26,9 @@ type partitionsRun struct {
 	Relay    *relayResult
 	Streams  *streamsResult
 	// Floors are the sarama floor's runs: at phasegate's fetch size for
-	// the layout first, then at sarama's default when that differs.
+	// the layout first, then at sarama's default when that differs, then
+	// at phasegate's fetch size with phasegate's headers (the last one,
+	// floorResult.Headers).
 	Floors []*floorResult
 	Err    error
 }
@@ -98,7 +100,7 @@ func (r *runner) partitions(ctx context.Context, total, records int, rate float6
 		pr.Streams = r.streamsRelay(ctx, fmt.Sprintf("parts-%s-streams", label), in, c.PartitionsSize, c.PartitionsStreams)
 	}
 	if pr.Relay != nil && pr.Relay.MaxBuffer > 0 && !heavy { // the heavy row compares with Streams only
-		pr.Floors = r.floors(ctx, name, in, pr.Relay.MaxBuffer, total)
+		pr.Floors = r.floors(ctx, name, in, pr.Relay.MaxBuffer, total, c.PartitionsPhase)
 	}
 	return pr
 }

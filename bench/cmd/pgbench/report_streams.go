@@ -150,6 +150,9 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 		}
 		for _, f := range p.Floors {
 			who := "sarama floor, " + fetchSize(f.FetchBytes) + " fetches"
+			if f.Headers {
+				who = "sarama floor with phasegate's headers, " + fetchSize(f.FetchBytes) + " fetches"
+			}
 			if f.Err != nil {
 				fmt.Fprintf(b, "%s | %s | failed%s | %s |\n", lead, who, emptyCells, oneLine(f.Err))
 				continue
@@ -158,7 +161,7 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 				optS(f.FirstS), f.CPU/float64(f.Records)*1e6, f.BrokerCPU/float64(f.Records)*1e6)
 		}
 	}
-	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate: every offset but each partition's trailer, which commits only after PHASEGATE_IDLE_TIMEOUT; its /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution). The sarama floor: the same input copied by sarama alone (a consumer group, read_committed, whose claims queue each record for one idempotent acks=all async producer, with the sidecar's client settings, to input partition mod output partitions), without alignment, headers or transactions, each of which only adds work. It runs at the fetch size phasegate gives each partition for the layout (proxy.FetchBytes of pgbench's build, with the bound the sidecar reported: an 8th of PHASEGATE_MAX_BUFFER_BYTES shared out, within 16 KiB..1 MiB), then at sarama's default 1 MiB when that differs; its records/s count every input record (trailers included) from the clients' creation to the last acknowledgement; first output is the first acknowledgement; CPU is pgbench's, which does nothing else meanwhile. The floor bounds a relay's rate including start-up (every record fetched and produced in the time); it has no steady figure, and would not bound phasegate's, which starts at the first commit with the buffer filled during start-up. It runs only when phasegate's relay reported its bound.\n\n")
+	b.WriteString("\nrecords/s incl. start-up: records ÷ (exec → the last output visible to read_committed). Steady: the records after the first commit ÷ the time from the first commit to the last. Both are timed by the group's committed input offsets, which commit in the same transaction as the output, polled from the broker at 10 Hz (phasegate: every offset but each partition's trailer, which commits only after PHASEGATE_IDLE_TIMEOUT; its /metrics is polled only until the first record is read). First output: exec → that first commit. Broker CPU: the broker's over the run (both share its 2 cores with it). Starvation: /phases polled every 150 ms (the sidecar rebuilds it every 200 ms); for each partition with holds_watermark and lag > 0 (and not idle), the time since its position last moved or since it began holding, whichever is later; the longest such time over the run (a lower bound, at the snapshots' resolution). The sarama floor: the same input copied by sarama alone (a consumer group, read_committed, whose claims queue each record for one idempotent acks=all async producer, with the sidecar's client settings, to input partition mod output partitions), without alignment, headers or transactions, each of which only adds work. It runs at the fetch size phasegate gives each partition for the layout (proxy.FetchBytes of pgbench's build, with the bound the sidecar reported: an 8th of PHASEGATE_MAX_BUFFER_BYTES shared out, within 16 KiB..1 MiB), then at sarama's default 1 MiB when that differs, then at phasegate's fetch size with the headers phasegate adds to every output record (phasegate.phase, phasegate.id, phasegate.source, built by markers.AppendDataHeaders as the sidecar does: about 100 B per record with these topic names, as much as a 100 B value), so that phasegate − that floor is phasegate's own work without the wire format's; its records/s count every input record (trailers included) from the clients' creation to the last acknowledgement; first output is the first acknowledgement; CPU is pgbench's, which does nothing else meanwhile. The floor bounds a relay's rate including start-up (every record fetched and produced in the time); it has no steady figure, and would not bound phasegate's, which starts at the first commit with the buffer filled during start-up. It runs only when phasegate's relay reported its bound.\n\n")
 	renderPartitionRatios(b, s)
 }
 
@@ -173,7 +176,7 @@ func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 	floorBase := floorAtPhasegateFetch(s.Partitions[0]).rate()
 	fmt.Fprintf(b, "| input partitions | phasegate steady ÷ its steady at %d partitions |", first)
 	b.WriteString(" steady: phasegate ÷ Streams | incl. start-up: phasegate ÷ Streams | first output: phasegate ÷ Streams (time) |")
-	fmt.Fprintf(b, " incl. start-up: sarama floor ÷ its rate at %d partitions (phasegate's fetch sizes) | incl. start-up: phasegate ÷ the sarama floor (same fetch size) | CPU s / M records: phasegate − the sarama floor |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n", first)
+	fmt.Fprintf(b, " incl. start-up: sarama floor ÷ its rate at %d partitions (phasegate's fetch sizes) | incl. start-up: phasegate ÷ the sarama floor (same fetch size) | CPU s / M records: phasegate − the sarama floor | CPU s / M records: phasegate − the floor with phasegate's headers |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n", first)
 	for _, p := range s.Partitions {
 		if p.Relay == nil || p.Streams == nil {
 			continue
@@ -186,23 +189,40 @@ func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 				first = ratio(p.Relay.FirstS, p.Streams.FirstS)
 			}
 		}
-		fl, cpu := floorAtPhasegateFetch(p), "-"
-		if p.Relay.ok() && fl.ok() {
-			cpu = fmt.Sprintf("%.1f", (p.Relay.CPU/float64(p.Relay.Records)-fl.CPU/float64(fl.Records))*1e6)
-		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.label(), pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first,
-			ratio(fl.rate(), floorBase), ratio(p.Relay.rate(), fl.rate()), cpu)
+		fl := floorAtPhasegateFetch(p)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.label(), pgSteady, stSteady, ratio(p.Relay.rate(), p.Streams.rate()), first,
+			ratio(fl.rate(), floorBase), ratio(p.Relay.rate(), fl.rate()), cpuOver(p.Relay, fl), cpuOver(p.Relay, headerFloor(p)))
 	}
 	b.WriteString("\n")
 }
 
 // floorAtPhasegateFetch is a row's sarama floor at phasegate's fetch size,
-// nil when it did not run or failed.
+// without headers; nil when it did not run or failed.
 func floorAtPhasegateFetch(p *partitionsRun) *floorResult {
-	if len(p.Floors) == 0 || !p.Floors[0].ok() {
+	if len(p.Floors) == 0 || !p.Floors[0].ok() || p.Floors[0].Headers {
 		return nil
 	}
 	return p.Floors[0]
+}
+
+// headerFloor is a row's sarama floor with phasegate's headers, nil when
+// it did not run or failed.
+func headerFloor(p *partitionsRun) *floorResult {
+	for _, f := range p.Floors {
+		if f.Headers && f.ok() {
+			return f
+		}
+	}
+	return nil
+}
+
+// cpuOver is the relay's CPU per million records minus the floor's, "-"
+// when either did not run or failed.
+func cpuOver(relay *relayResult, fl *floorResult) string {
+	if !relay.ok() || !fl.ok() {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", (relay.CPU/float64(relay.Records)-fl.CPU/float64(fl.Records))*1e6)
 }
 
 // fetchSize is a fetch size in MiB when whole, else in KiB.

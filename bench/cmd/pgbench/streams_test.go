@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -221,12 +223,14 @@ func TestRenderStreams(t *testing.T) {
 		Partitions: []*partitionsRun{
 			{Total: 5, Forks: [2]int32{3, 2}, OutParts: 3, Records: 100000, Relay: relay(100000, 2, 100000, 0.5, &starvation{Samples: 5}),
 				Streams: &streamsResult{Threads: 2, Records: 100000, Seconds: 10, Steady: 20000, FirstS: 5, CPU: 10, InOffsets: 5, Out: 5},
-				Floors:  []*floorResult{{FetchBytes: 1 << 20, Records: 100005, Seconds: 0.5, FirstS: 0.1, CPU: 0.3, BrokerCPU: 0.2}}},
+				Floors: []*floorResult{{FetchBytes: 1 << 20, Records: 100005, Seconds: 0.5, FirstS: 0.1, CPU: 0.3, BrokerCPU: 0.2},
+					{FetchBytes: 1 << 20, Headers: true, Records: 100005, Seconds: 0.6, FirstS: 0.1, CPU: 0.5, BrokerCPU: 0.3}}},
 			{Total: 512, Forks: [2]int32{256, 256}, OutParts: 256, Records: 100000, Empty: 10,
 				Relay:   relay(100000, 10, 40000, 4, &starvation{MaxS: 1.4, Who: "a/7", Samples: 30, MaxHolder: 12}),
 				Streams: &streamsResult{Threads: 2, Records: 100000, Seconds: 20, Steady: 10000, FirstS: 8, CPU: 10, InOffsets: 5, Out: 4, Check: errors.New("4 records in the output, want 5")},
 				Floors: []*floorResult{{FetchBytes: 20833, Records: 100010, Seconds: 2, FirstS: 0.4, CPU: 0.5, BrokerCPU: 0.4},
-					{FetchBytes: 1 << 20, Err: errors.New("floor: consume ended")}}},
+					{FetchBytes: 1 << 20, Err: errors.New("floor: consume ended")},
+					{FetchBytes: 20833, Headers: true, Err: errors.New("floor: produce: broken pipe")}}},
 		},
 	}
 	md := render(s)
@@ -240,11 +244,13 @@ func TestRenderStreams(t *testing.T) {
 		"| 5 (3 + 2) | 3 | 100,000 | 0 | phasegate | 50,000 | 100,000 | 0.5 |",
 		"| 512 (256 + 256) | 256 | 100,000 | 10 | phasegate | 10,000 | 40,000 | 4.0 | 10.0 | 20.0 | 100 | 1.4 | longest: a/7;",
 		"| 512 (256 + 256) | 256 | 100,000 | 10 | Kafka Streams | not verified | | | | | | | 4 records in the output, want 5 |\n",
-		"| 512 | 0.40 | - | - | - | 0.25 | 0.20 | 5.0 |",
-		"| 5 | 1.00 | 5.00 | 5.00 | 0.10 | 1.00 | 0.25 | 7.0 |",
+		"| 512 | 0.40 | - | - | - | 0.25 | 0.20 | 5.0 | - |",
+		"| 5 | 1.00 | 5.00 | 5.00 | 0.10 | 1.00 | 0.25 | 7.0 | 5.0 |",
 		"| 5 (3 + 2) | 3 | 100,000 | 0 | sarama floor, 1 MiB fetches | 200,010 | - | 0.1 | 3.0 | 2.0 | - | - | consume → produce only;",
 		"| 512 (256 + 256) | 256 | 100,000 | 10 | sarama floor, 20.3 KiB fetches | 50,005 | - | 0.4 | 5.0 | 4.0 | - | - |",
 		"| 512 (256 + 256) | 256 | 100,000 | 10 | sarama floor, 1 MiB fetches | failed | | | | | | | floor: consume ended |\n",
+		"| 5 (3 + 2) | 3 | 100,000 | 0 | sarama floor with phasegate's headers, 1 MiB fetches | 166,675 | - | 0.1 | 5.0 | 3.0 | - | - |",
+		"| 512 (256 + 256) | 256 | 100,000 | 10 | sarama floor with phasegate's headers, 20.3 KiB fetches | failed | | | | | | | floor: produce: broken pipe |\n",
 		"| 15: steady throughput ≥ 0.8× the 5-partition figure | 512: 0.40×, missed |", "512: 1.4 s, missed", "512: 4.0 s against 8.0 s, met",
 		"1s vs 2 threads: no number", // the peer has as many threads as the machine cores, even when it failed
 	} {
@@ -275,5 +281,20 @@ func TestWithoutTrailers(t *testing.T) {
 	}
 	if ends["a"][0].Offset != 5 {
 		t.Errorf("ends changed: a/0 at %d, want 5", ends["a"][0].Offset)
+	}
+}
+
+// The header floor's records carry what the sidecar adds to an input
+// record without headers on a one-writer partition (MARKERS.md section 2).
+func TestFloorHeaders(t *testing.T) {
+	h := &floorHandler{phase: time.Second}
+	m := &sarama.ConsumerMessage{Topic: "a", Partition: 2, Offset: 7, Timestamp: time.UnixMilli(2500)}
+	var got []string
+	for _, hd := range h.headers(m) {
+		got = append(got, string(hd.Key)+"="+string(hd.Value))
+	}
+	want := []string{"phasegate.phase=2", "phasegate.id=a/2/7", "phasegate.source=a/2/7"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("headers %q, want %q", got, want)
 	}
 }
