@@ -240,10 +240,23 @@ func selfCPU() float64 {
 
 // headers are the ones phasegate adds to m when m has none and its
 // output partition has one writer: phase, id and source (MARKERS.md
-// section 2), built by the function phasegate's relay uses. A record
-// without a timestamp gets phase 0: the input never has one.
+// section 2), built by the function phasegate's relay uses, in one
+// allocation per record as the sidecar's are (proxy's outRecord), so
+// that the floor counts what the bytes cost and not extra allocations. A
+// record without a timestamp gets phase 0: the input never has one.
 func (h *floorHandler) headers(m *sarama.ConsumerMessage) []sarama.RecordHeader {
+	r := new(floorHeaders)
 	ph, _ := markers.PhaseOf(m.Timestamp.UnixMilli(), h.phase)
-	source := markers.AppendSource(nil, m.Topic, m.Partition, m.Offset)
-	return markers.AppendDataHeaders[sarama.RecordHeader](make([]sarama.RecordHeader, 0, markers.MaxAddedHeaders), markers.DataHeaders{}, markers.AppendPhase(nil, ph), source, nil)
+	phase := markers.AppendPhase(r.buf[:0], ph)
+	phase = phase[:len(phase):len(phase)]
+	source := markers.AppendSource(r.buf[len(phase):len(phase)], m.Topic, m.Partition, m.Offset)
+	return markers.AppendDataHeaders(r.headers[:0], markers.DataHeaders{}, phase, source, nil)
+}
+
+// floorHeaders holds one record's headers and their values: a phase (up
+// to 20 digits) and a source for topic names of up to 48 bytes (longer
+// ones take one more allocation).
+type floorHeaders struct {
+	headers [markers.MaxAddedHeaders]sarama.RecordHeader
+	buf     [20 + 48 + 1 + 10 + 1 + 19]byte
 }

@@ -285,16 +285,31 @@ func TestWithoutTrailers(t *testing.T) {
 }
 
 // The header floor's records carry what the sidecar adds to an input
-// record without headers on a one-writer partition (MARKERS.md section 2).
+// record without headers on a one-writer partition (MARKERS.md section 2),
+// in one allocation as the sidecar's do, also when the topic name is too
+// long for it.
 func TestFloorHeaders(t *testing.T) {
 	h := &floorHandler{phase: time.Second}
-	m := &sarama.ConsumerMessage{Topic: "a", Partition: 2, Offset: 7, Timestamp: time.UnixMilli(2500)}
-	var got []string
-	for _, hd := range h.headers(m) {
-		got = append(got, string(hd.Key)+"="+string(hd.Value))
+	long := strings.Repeat("t", 200)
+	for _, tc := range []struct {
+		m    *sarama.ConsumerMessage
+		want []string
+	}{
+		{&sarama.ConsumerMessage{Topic: "a", Partition: 2, Offset: 7, Timestamp: time.UnixMilli(2500)},
+			[]string{"phasegate.phase=2", "phasegate.id=a/2/7", "phasegate.source=a/2/7"}},
+		{&sarama.ConsumerMessage{Topic: long, Partition: 2147483647, Offset: 1<<63 - 1, Timestamp: time.UnixMilli(1 << 60)},
+			[]string{"phasegate.phase=1152921504606846", "phasegate.id=" + long + "/2147483647/9223372036854775807", "phasegate.source=" + long + "/2147483647/9223372036854775807"}},
+	} {
+		var got []string
+		for _, hd := range h.headers(tc.m) {
+			got = append(got, string(hd.Key)+"="+string(hd.Value))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("headers %q, want %q", got, tc.want)
+		}
 	}
-	want := []string{"phasegate.phase=2", "phasegate.id=a/2/7", "phasegate.source=a/2/7"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("headers %q, want %q", got, want)
+	m := &sarama.ConsumerMessage{Topic: "b676449-parts-5-a", Partition: 2, Offset: 1234567, Timestamp: time.UnixMilli(1796673396123)}
+	if n := testing.AllocsPerRun(100, func() { h.headers(m) }); n != 1 {
+		t.Errorf("%v allocations per record, want 1", n)
 	}
 }
