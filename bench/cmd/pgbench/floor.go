@@ -50,28 +50,24 @@ func (f *floorResult) rate() float64 {
 // (floorResult.Headers; phase is the row's phase length).
 func (r *runner) floors(ctx context.Context, name string, in relayInput, maxBuffer int64, partitions int, phase time.Duration) []*floorResult {
 	type run struct {
-		fetch   int32
-		headers bool
+		fetch int32
+		phase time.Duration // > 0: with headers (floor)
 	}
 	fb := int32(proxy.FetchBytes(maxBuffer, partitions))
 	runs := []run{{fetch: fb}}
 	if def := sarama.NewConfig().Consumer.Fetch.Default; def != fb {
 		runs = append(runs, run{fetch: def})
 	}
-	runs = append(runs, run{fetch: fb, headers: true})
+	runs = append(runs, run{fetch: fb, phase: phase})
 	var out []*floorResult
 	for i, fr := range runs {
 		if ctx.Err() != nil {
 			break
 		}
-		var hp time.Duration // the phase length when the records carry headers
-		if fr.headers {
-			hp = phase
-		}
 		sctx, cancel := r.stepCtx(ctx)
-		f := r.floor(sctx, fmt.Sprintf("%s-floor-%d", name, i), in, fr.fetch, hp)
+		f := r.floor(sctx, fmt.Sprintf("%s-floor-%d", name, i), in, fr.fetch, fr.phase)
 		cancel()
-		r.log.Info("sarama floor", "run", name, "fetch_bytes", fr.fetch, "headers", fr.headers, "records", f.Records, "seconds", f.Seconds,
+		r.log.Info("sarama floor", "run", name, "fetch_bytes", fr.fetch, "headers", f.Headers, "records", f.Records, "seconds", f.Seconds,
 			"cpu_s", f.CPU, "broker_cpu_s", f.BrokerCPU, "err", f.Err)
 		out = append(out, f)
 	}

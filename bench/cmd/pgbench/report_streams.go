@@ -149,10 +149,11 @@ func renderPartitions(b *strings.Builder, c config, s *suiteResult) {
 			}
 		}
 		for _, f := range p.Floors {
-			who := "sarama floor, " + fetchSize(f.FetchBytes) + " fetches"
+			who := "sarama floor"
 			if f.Headers {
-				who = "sarama floor with phasegate's headers, " + fetchSize(f.FetchBytes) + " fetches"
+				who += " with phasegate's headers"
 			}
+			who += ", " + fetchSize(f.FetchBytes) + " fetches"
 			if f.Err != nil {
 				fmt.Fprintf(b, "%s | %s | failed%s | %s |\n", lead, who, emptyCells, oneLine(f.Err))
 				continue
@@ -197,9 +198,10 @@ func renderPartitionRatios(b *strings.Builder, s *suiteResult) {
 }
 
 // floorAtPhasegateFetch is a row's sarama floor at phasegate's fetch size,
-// without headers; nil when it did not run or failed.
+// without headers (floors runs it first); nil when it did not run or
+// failed.
 func floorAtPhasegateFetch(p *partitionsRun) *floorResult {
-	if len(p.Floors) == 0 || !p.Floors[0].ok() || p.Floors[0].Headers {
+	if len(p.Floors) == 0 || !p.Floors[0].ok() {
 		return nil
 	}
 	return p.Floors[0]
