@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -39,16 +40,58 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 		if parts == nil {
 			continue
 		}
-		lso, err := lastStableOffsets(p.deps.Client, *parts)
-		if err != nil {
-			p.log.Debug("lag measurement failed; no partition can be idle until one succeeds", "err", err)
-			refreshLeaders(p.deps.Client, *parts)
-		}
+		res := make(chan lagReport, 1)
+		go func() {
+			lso, err := lastStableOffsets(p.deps.Client, *parts)
+			res <- lagReport{lso: lso, err: err}
+		}()
+		var r lagReport
 		select {
-		case p.lags <- lagReport{lso: lso, err: err}:
+		case r = <-res:
+		case <-time.After(lagOverdue):
+			// The lag measured before is stale now: the loop treats it
+			// as unknown until this measurement ends.
+			if !p.sendLag(ctx, lagReport{err: errLagOverdue}) {
+				return
+			}
+			select {
+			case r = <-res:
+			case <-ctx.Done():
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
+		if r.err != nil {
+			p.log.Debug("lag measurement failed; no partition can be idle until one succeeds", "err", r.err)
+			refreshLeaders(p.deps.Client, *parts)
+		}
+		if !p.sendLag(ctx, r) {
+			return
+		}
+	}
+}
+
+// lagOverdue is how long a lag measurement may take before the lag
+// measured before it counts as unknown. A ListOffsets is answered at once,
+// but one to a broker that stopped answering (paused, cut off) waits out
+// the request timeout (10 s), and meanwhile the lag of zero measured
+// before the fault let a partition led by that broker go idle at the idle
+// timeout: e2e/cluster (c), orders/1 idle 5.3 s after its leader was
+// paused, the measurement failing 5.3 s later; records its producer still
+// held then belong to phases that may seal without them.
+const lagOverdue = 3 * time.Second
+
+// errLagOverdue: a lag measurement took longer than lagOverdue.
+var errLagOverdue = errors.New("the lag measurement has taken more than " + lagOverdue.String())
+
+// sendLag hands a measurement to the loop; false when ctx ended first.
+func (p *Pipeline) sendLag(ctx context.Context, r lagReport) bool {
+	select {
+	case p.lags <- r:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

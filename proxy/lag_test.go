@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -53,5 +55,50 @@ func TestLagFollowsAMovedLeader(t *testing.T) {
 	lso, err := lastStableOffsets(c, parts)
 	if err != nil || lso[parts[0]] != 42 {
 		t.Fatalf("measurement after the refresh: %v, %v; want offset 42 from the new leader", lso, err)
+	}
+}
+
+// A measurement that hangs (its broker paused) makes the lag measured
+// before it unknown after lagOverdue, not after the request timeout: with
+// the old lag of zero, a partition led by a paused broker went idle 5 s
+// after its last record (e2e/cluster (c)). The measurement's own result
+// follows when it ends.
+func TestLagOverdue(t *testing.T) {
+	b := sarama.NewMockBroker(t, 1)
+	defer b.Close()
+	found := &sarama.OffsetResponse{Version: 5}
+	found.AddTopicPartition("in", 0, 42)
+	b.SetHandlerByMap(map[string]sarama.MockResponse{
+		"MetadataRequest": sarama.NewMockMetadataResponse(t).SetBroker(b.Addr(), b.BrokerID()).SetLeader("in", 0, b.BrokerID()),
+		"OffsetRequest":   sarama.NewMockWrapper(found),
+	})
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_5_0_0
+	cfg.Net.ReadTimeout = 10 * time.Second
+	cfg.ApiVersionsRequest = false
+	c, err := sarama.NewClient([]string{b.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const hang = lagOverdue + time.Second
+	b.SetLatency(hang)
+
+	p := &Pipeline{cfg: Config{LagInterval: time.Hour}, deps: Deps{Client: c}, log: slog.New(slog.DiscardHandler),
+		lags: make(chan lagReport), lagNow: make(chan struct{}, 1)}
+	parts := []align.TP{{Topic: "in", Partition: 0}}
+	p.assigned.Store(&parts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.pollLag(ctx)
+	start := time.Now()
+	p.lagNow <- struct{}{}
+	first := <-p.lags
+	if took := time.Since(start); !errors.Is(first.err, errLagOverdue) || took < lagOverdue || took >= hang {
+		t.Fatalf("first report after %s: %+v; want errLagOverdue after %s, before the answer at %s", took, first, lagOverdue, hang)
+	}
+	second := <-p.lags
+	if took := time.Since(start); second.err != nil || second.lso[parts[0]] != 42 || took < hang {
+		t.Fatalf("second report after %s: %+v; want offset 42 once the broker answered", took, second)
 	}
 }
