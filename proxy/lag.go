@@ -25,7 +25,8 @@ type lagReport struct {
 // misleads under transactions) and reports it to the loop. A partition
 // that was idle at its committed position is idle again at its first
 // measurement (align commitMeta i): measuring at once saves up to a
-// LagInterval after every rebalance and restart.
+// LagInterval after every rebalance and restart. A measurement that has
+// taken lagOverdue is reported as failed meanwhile.
 func (p *Pipeline) pollLag(ctx context.Context) {
 	t := time.NewTicker(p.cfg.LagInterval)
 	defer t.Stop()
