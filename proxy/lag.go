@@ -30,6 +30,14 @@ type lagReport struct {
 func (p *Pipeline) pollLag(ctx context.Context) {
 	t := time.NewTicker(p.cfg.LagInterval)
 	defer t.Stop()
+	send := func(r lagReport) bool { // false when ctx ended first
+		select {
+		case p.lags <- r:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -52,7 +60,7 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 		case <-time.After(lagOverdue):
 			// The lag measured before is stale now: the loop treats it
 			// as unknown until this measurement ends.
-			if !p.sendLag(ctx, lagReport{err: errLagOverdue}) {
+			if !send(lagReport{err: errLagOverdue}) {
 				return
 			}
 			select {
@@ -67,7 +75,7 @@ func (p *Pipeline) pollLag(ctx context.Context) {
 			p.log.Debug("lag measurement failed; no partition can be idle until one succeeds", "err", r.err)
 			refreshLeaders(p.deps.Client, *parts)
 		}
-		if !p.sendLag(ctx, r) {
+		if !send(r) {
 			return
 		}
 	}
@@ -85,16 +93,6 @@ const lagOverdue = 3 * time.Second
 
 // errLagOverdue: a lag measurement took longer than lagOverdue.
 var errLagOverdue = errors.New("the lag measurement has taken more than " + lagOverdue.String())
-
-// sendLag hands a measurement to the loop; false when ctx ended first.
-func (p *Pipeline) sendLag(ctx context.Context, r lagReport) bool {
-	select {
-	case p.lags <- r:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // refreshLeaders asks for the partitions' leaders again after a failed
 // measurement. This client does not fetch (the group has its own), so
